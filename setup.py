@@ -1,0 +1,44 @@
+"""Build the Cython extensions of sklearn_adaprox.
+
+All compiler directives live in ``COMPILER_DIRECTIVES`` below.  Setting the
+environment variable ``SKLEARN_ADAPROX_DEBUG=1`` at build time turns bounds
+checking, wraparound and initialisation checks back on (a debug build for
+chasing memory errors in the kernels).
+"""
+import os
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("SKLEARN_ADAPROX_DEBUG", "0") not in ("", "0")
+
+COMPILER_DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": True,
+    "nonecheck": False,
+    "embedsignature": True,
+}
+
+# One module per algorithm over the shared data and loss layers.
+MODULES = [
+    "sklearn_adaprox._dataset",
+    "sklearn_adaprox._loss",
+    "sklearn_adaprox._adagrad_fast",
+]
+
+extensions = [
+    Extension(
+        name,
+        [name.replace(".", "/") + ".pyx"],
+        include_dirs=[np.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
+        extra_compile_args=["-O3"] if not DEBUG else ["-O0", "-g"],
+    )
+    for name in MODULES
+]
+
+setup(ext_modules=cythonize(extensions, compiler_directives=COMPILER_DIRECTIVES))

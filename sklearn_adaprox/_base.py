@@ -1,0 +1,261 @@
+"""What every online linear classifier of sklearn_adaprox shares.
+
+``BaseOnlineLinearClassifier`` owns the scikit-learn contract: input
+validation (all of it before any fitted state changes), label encoding
+(+-1 inside the kernels, ``classes_`` outside), class and sample weights,
+one-vs-rest over threads, the epoch loop with shuffling, progressive loss,
+early stopping and verbose output, and ``fit`` / ``partial_fit`` /
+``warm_start`` semantics.  An algorithm plugs in by defining
+
+* ``_init_state(n_problems, n_features)``: create its fitted ``*_`` arrays;
+* ``_run_epoch(k, rows, y, sample_weight, order)``: one pass of binary
+  problem ``k`` (y in {-1, +1}) over ``rows[order]``, updating its own row of
+  the fitted arrays in place and releasing the GIL; returns
+  ``(sum of weight * loss, sum of weights)`` measured before each step.
+"""
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.special import expit
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils import check_random_state, compute_class_weight
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from ._dataset import as_row_arrays
+
+# Losses whose decision function maps to a probability (see predict_proba).
+PROBABILISTIC_LOSSES = ("log_loss", "modified_huber")
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Validated float64 weights: finite, non-negative, one per row.
+
+    All-zero weights are allowed: such a chunk is simply not learnt from.
+    """
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=np.float64)
+    if isinstance(sample_weight, Real):
+        sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
+    sample_weight = check_array(
+        sample_weight,
+        ensure_2d=False,
+        dtype=np.float64,
+        order="C",
+        input_name="sample_weight",
+    )
+    if sample_weight.ndim != 1 or sample_weight.shape[0] != n_samples:
+        raise ValueError(
+            f"sample_weight.shape == {sample_weight.shape}, expected ({n_samples},)!"
+        )
+    if np.any(sample_weight < 0):
+        raise ValueError("Negative values in data passed to sample_weight.")
+    return sample_weight
+
+
+class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseEstimator):
+    """Base class; see the module docstring.  Not for direct use."""
+
+    _parameter_constraints: dict = {
+        "fit_intercept": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, None, None, closed="neither"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    # ------------------------------------------------------------------
+    # hooks for the algorithms
+    def _init_state(self, n_problems, n_features):  # pragma: no cover
+        raise NotImplementedError
+
+    def _run_epoch(self, k, rows, y, sample_weight, order):  # pragma: no cover
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------
+    # validation: nothing here changes fitted state (except the feature
+    # count and names on a first call, which _fit_or_partial_fit rolls back
+    # if anything else fails)
+    def _validate_input(self, X, y, sample_weight, classes, partial):
+        first_call = not hasattr(self, "t_") or not (partial or self.warm_start)
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+            order="C",
+            reset=first_call,
+        )
+        check_classification_targets(y)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        if not partial and not np.any(sample_weight):
+            # A chunk of zero weights is a valid no-op for partial_fit, but
+            # fit would return an untrained model.
+            raise ValueError("Sample weights must contain at least one non-zero number.")
+
+        if first_call:
+            if partial and classes is None:
+                raise ValueError(
+                    "classes must be passed on the first call to partial_fit."
+                )
+            all_classes = np.unique(y) if classes is None else np.unique(classes)
+            if all_classes.shape[0] < 2:
+                raise ValueError(
+                    "The number of classes has to be greater than one; got "
+                    f"{all_classes.shape[0]} class"
+                )
+        else:
+            all_classes = self.classes_
+            if classes is not None and not np.array_equal(
+                np.unique(classes), self.classes_
+            ):
+                raise ValueError(
+                    f"`classes={classes!r}` is not the same as on the first call "
+                    f"to partial_fit; expected {self.classes_!r}."
+                )
+        unknown = np.setdiff1d(y, all_classes)
+        if unknown.size:
+            raise ValueError(
+                f"y contains labels {unknown.tolist()!r} that are not in "
+                f"classes {all_classes.tolist()!r}."
+            )
+        y_index = np.searchsorted(all_classes, y)
+
+        if self.class_weight == "balanced" and partial:
+            raise ValueError(
+                "class_weight='balanced' is not supported for partial_fit, where "
+                "the class frequencies of the whole stream are unknown. Compute "
+                "the weights once with sklearn.utils.compute_class_weight("
+                "'balanced', classes=classes, y=y_sample) on a representative "
+                "sample of labels and pass them as a dict: class_weight={...}."
+            )
+        if isinstance(self.class_weight, dict):
+            unknown = set(self.class_weight) - set(all_classes.tolist())
+            if unknown:
+                raise ValueError(
+                    f"class_weight names labels {sorted(unknown, key=str)!r} "
+                    f"that are not in classes {all_classes.tolist()!r}."
+                )
+        weight_per_class = compute_class_weight(
+            self.class_weight, classes=all_classes, y=y
+        )
+        sample_weight = sample_weight * weight_per_class[y_index]
+        return X, y_index, sample_weight, all_classes, first_call
+
+    # ------------------------------------------------------------------
+    def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
+        saved_state = dict(self.__dict__)
+        try:
+            X, y_index, sample_weight, all_classes, first_call = self._validate_input(
+                X, y, sample_weight, classes, partial
+            )
+        except Exception:
+            # validate_data may have set n_features_in_ / feature_names_in_.
+            self.__dict__.clear()
+            self.__dict__.update(saved_state)
+            raise
+
+        n_samples, n_features = X.shape
+        n_problems = 1 if all_classes.shape[0] == 2 else all_classes.shape[0]
+        if first_call:
+            self.classes_ = all_classes
+            self.t_ = 0
+            self.loss_curve_ = []
+            self._init_state(n_problems, n_features)
+        if not partial:
+            self.loss_curve_ = []
+
+        # +-1 labels of each binary problem: class 1 vs 0, or k vs rest.
+        if n_problems == 1:
+            y_pm = [np.where(y_index == 1, 1.0, -1.0)]
+        else:
+            y_pm = [np.where(y_index == k, 1.0, -1.0) for k in range(n_problems)]
+        rows = as_row_arrays(X)
+        n_steps = int(np.count_nonzero(sample_weight))
+
+        max_iter = 1 if partial else self.max_iter
+        rng = check_random_state(self.random_state)
+        best_loss, n_no_improvement = np.inf, 0
+        self.n_iter_ = 0
+        start = time.perf_counter()
+        for epoch in range(max_iter):
+            if self.shuffle and not partial:
+                order = rng.permutation(n_samples).astype(np.int64)
+            else:
+                order = np.arange(n_samples, dtype=np.int64)
+            results = Parallel(
+                n_jobs=self.n_jobs if n_problems > 1 else 1,
+                prefer="threads",
+                require="sharedmem",
+            )(
+                delayed(self._run_epoch)(k, rows, y_pm[k], sample_weight, order)
+                for k in range(n_problems)
+            )
+            self.t_ += n_steps
+            self.n_iter_ += 1
+            total_weight = results[0][1]
+            epoch_loss = (
+                sum(r[0] for r in results) / total_weight if total_weight > 0 else np.nan
+            )
+            self.loss_curve_.append(epoch_loss)
+            if self.verbose:
+                print(
+                    f"-- {'chunk' if partial else 'epoch'} {len(self.loss_curve_)}: "
+                    f"samples seen {self.t_}, progressive loss {epoch_loss:.6g}, "
+                    f"non-zero weights {np.count_nonzero(self.coef_)}/"
+                    f"{self.coef_.size}, elapsed {time.perf_counter() - start:.3f} s"
+                )
+            if partial or self.tol is None or total_weight == 0:
+                continue
+            if epoch_loss > best_loss - self.tol:
+                n_no_improvement += 1
+            else:
+                n_no_improvement = 0
+            best_loss = min(best_loss, epoch_loss)
+            if n_no_improvement >= self.n_iter_no_change:
+                break
+        else:
+            if not partial and self.tol is not None and max_iter > 1:
+                warnings.warn(
+                    f"Maximum number of iterations {max_iter} reached before "
+                    "the progressive loss stopped improving; consider increasing "
+                    "max_iter.",
+                    ConvergenceWarning,
+                )
+        return self
+
+    # ------------------------------------------------------------------
+    def _predict_proba_from_loss(self, X, loss):
+        """Class probabilities implied by ``log_loss`` or ``modified_huber``."""
+        check_is_fitted(self)
+        scores = self.decision_function(X)
+        if loss == "log_loss":
+            prob = expit(scores)
+        else:  # modified_huber: (clip(score, -1, 1) + 1) / 2
+            prob = (np.clip(scores, -1.0, 1.0) + 1.0) / 2.0
+        if prob.ndim == 1:
+            return np.column_stack([1.0 - prob, prob])
+        # one-vs-rest: normalise; rows where every score says "rest" share
+        # the mass equally.
+        norm = prob.sum(axis=1, keepdims=True)
+        empty = norm[:, 0] == 0
+        prob[empty] = 1.0
+        norm[empty] = prob.shape[1]
+        return prob / norm
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

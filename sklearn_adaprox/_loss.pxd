@@ -1,0 +1,22 @@
+# Loss layer shared by every kernel of sklearn_adaprox.
+#
+# A loss is a function of a label (or target) y and a margin p = <w, x> + b.
+# Classification losses take y in {-1, +1}; regression losses take a real y.
+# Every method is ``noexcept nogil`` so kernels can call it in their inner loop;
+# the ``py_*`` def-methods of the implementation are thin hooks for tests.
+
+
+cdef class Loss:
+    # loss value l(y, p)
+    cdef double loss(self, double y, double p) noexcept nogil
+    # derivative dl/dp (a subgradient where l is not differentiable)
+    cdef double dloss(self, double y, double p) noexcept nogil
+    # second derivative d2l/dp2 where it exists (0 on the flat and linear pieces)
+    cdef double ddloss(self, double y, double p) noexcept nogil
+    # Implicit (proximal) step along the feature direction: the scalar c with
+    #     x* = w + c * s = argmin_x  step * l(y, <x, s>) + 0.5 * ||x - w||^2,
+    # given p = <w, s> (plus any fixed offset such as the intercept) and
+    # sq_norm = ||s||^2.  Equivalently c = -step * l'(y, p + c * sq_norm).
+    # Closed form where one exists; a safeguarded 1-D Newton solve otherwise.
+    cdef double prox_step(self, double y, double p, double sq_norm,
+                          double step) noexcept nogil

@@ -1,0 +1,143 @@
+"""NumPy transcriptions of the update rules, eager over every coordinate.
+
+These follow ../shared/ALGORITHMS.md line by line, with no laziness and no
+cleverness, so that the Cython kernels (lazy, O(nnz)) can be checked against
+them on small data.  Dense input only; labels in {-1, +1}.
+"""
+import numpy as np
+from scipy.special import expit
+
+
+# ----------------------------------------------------------------------
+# losses of the margin p for y in {-1, +1}: value and derivative d/dp
+def loss_value(loss, y, p):
+    z = y * p
+    if loss == "hinge":
+        return max(0.0, 1.0 - z)
+    if loss == "log_loss":
+        return np.logaddexp(0.0, -z)
+    if loss == "squared_hinge":
+        return max(0.0, 1.0 - z) ** 2
+    if loss == "modified_huber":
+        return -4.0 * z if z < -1 else max(0.0, 1.0 - z) ** 2
+    raise ValueError(loss)
+
+
+def loss_derivative(loss, y, p):
+    z = y * p
+    if loss == "hinge":
+        return -y if z < 1 else 0.0
+    if loss == "log_loss":
+        return -y * expit(-z)
+    if loss == "squared_hinge":
+        return -2.0 * y * max(0.0, 1.0 - z)
+    if loss == "modified_huber":
+        if z >= 1:
+            return 0.0
+        return -2.0 * y * (1.0 - z) if z >= -1 else -4.0 * y
+    raise ValueError(loss)
+
+
+# ----------------------------------------------------------------------
+# AdaGrad (ALGORITHMS.md section 1), diagonal
+def adagrad_reference(
+    X, y, sample_weight, *, loss, update, eta, delta, l1, l2, fit_intercept, t0=0
+):
+    """One pass of eager AdaGrad; returns (w, b, u, ssq, b_u, b_ssq, t, sum_loss)."""
+    n, d = X.shape
+    w, u, ssq = np.zeros(d), np.zeros(d), np.zeros(d)
+    b = b_u = b_ssq = 0.0
+    t = t0
+    sum_loss = 0.0
+
+    def dual_averaging_weights():
+        H = delta + np.sqrt(ssq)
+        excess = np.maximum(np.abs(u) - l1 * t, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            wd = -np.sign(u) * eta * excess / (H + eta * l2 * t)
+        return np.where(excess > 0, wd, 0.0)
+
+    def ftrl_weights():
+        H = delta + np.sqrt(ssq)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            wf = -(u - np.sign(u) * l1) / (H / eta + l2)
+        return np.where(np.abs(u) <= l1, 0.0, wf)
+
+    for i in range(n):
+        if sample_weight[i] == 0:
+            continue
+        x = X[i]
+        if update == "dual_averaging":
+            w = dual_averaging_weights()
+        elif update == "ftrl_proximal":
+            w = ftrl_weights()
+        p = w @ x + b
+        sum_loss += sample_weight[i] * loss_value(loss, y[i], p)
+        dloss = sample_weight[i] * loss_derivative(loss, y[i], p)
+        g = dloss * x
+        t += 1
+        if update == "ftrl_proximal":
+            sigma = (np.sqrt(ssq + g**2) - np.sqrt(ssq)) / eta
+            u += g - sigma * w
+            ssq += g**2
+        else:
+            u += g
+            ssq += g**2
+        if update == "mirror_descent":
+            # every coordinate takes the composite step, g_i = 0 or not
+            H = delta + np.sqrt(ssq)
+            touched = H > 0
+            z = w.copy()
+            z[touched] -= eta * g[touched] / H[touched]
+            shrunk = np.zeros(d)
+            shrunk[touched] = np.maximum(
+                np.abs(z[touched]) - eta * l1 / H[touched], 0.0
+            ) / (1.0 + eta * l2 / H[touched])
+            w = np.where(touched, np.sign(z) * shrunk, w)
+        if fit_intercept and dloss != 0:
+            if update == "ftrl_proximal":
+                sigma = (np.sqrt(b_ssq + dloss**2) - np.sqrt(b_ssq)) / eta
+                b_u += dloss - sigma * b
+                b_ssq += dloss**2
+                b = -eta * b_u / (delta + np.sqrt(b_ssq))
+            else:
+                b_u += dloss
+                b_ssq += dloss**2
+                if update == "dual_averaging":
+                    b = -eta * b_u / (delta + np.sqrt(b_ssq))
+                else:
+                    b -= eta * dloss / (delta + np.sqrt(b_ssq))
+    if update == "dual_averaging":
+        w = dual_averaging_weights()
+    elif update == "ftrl_proximal":
+        w = ftrl_weights()
+    return w, b, u, ssq, b_u, b_ssq, t, sum_loss
+
+
+def ftrl_proximal_mcmahan(X, y, *, alpha, beta, lambda1, lambda2):
+    """McMahan et al. (2013), Algorithm 1, per-coordinate FTRL-Proximal with
+    logistic loss, no intercept, transcribed as published (y in {0, 1})."""
+    n, d = X.shape
+    z, nsum = np.zeros(d), np.zeros(d)
+    for t in range(n):
+        x = X[t]
+        w = np.zeros(d)
+        for i in np.flatnonzero(x):
+            if abs(z[i]) <= lambda1:
+                w[i] = 0.0
+            else:
+                w[i] = -(z[i] - np.sign(z[i]) * lambda1) / (
+                    (beta + np.sqrt(nsum[i])) / alpha + lambda2
+                )
+        p = expit(x @ w)
+        for i in np.flatnonzero(x):
+            g = (p - y[t]) * x[i]
+            sigma = (np.sqrt(nsum[i] + g * g) - np.sqrt(nsum[i])) / alpha
+            z[i] += g - sigma * w[i]
+            nsum[i] += g * g
+    w = np.where(
+        np.abs(z) <= lambda1,
+        0.0,
+        -(z - np.sign(z) * lambda1) / ((beta + np.sqrt(nsum)) / alpha + lambda2),
+    )
+    return w, z, nsum

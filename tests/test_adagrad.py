@@ -1,0 +1,291 @@
+"""AdaGradClassifier against its NumPy transcription, and its own promises."""
+import itertools
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.linear_model import SGDClassifier
+from sklearn.metrics import accuracy_score
+
+from reference import adagrad_reference, ftrl_proximal_mcmahan
+from sklearn_adaprox import AdaGradClassifier
+from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
+
+LOSSES = ["hinge", "log_loss", "squared_hinge", "modified_huber"]
+UPDATES = ["dual_averaging", "mirror_descent", "ftrl_proximal"]
+PENALTIES = ["l2", "l1", "elasticnet", None]
+
+
+@pytest.fixture(scope="module")
+def small_sparse_problem():
+    """A few hundred rows with many zeros, so most weights sit idle for a
+    while and the lazy catch-up is exercised."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 20) * (rng.rand(300, 20) < 0.3)
+    true_coef = np.r_[rng.randn(8), np.zeros(12)]  # 12 irrelevant features
+    y = np.where(X @ true_coef + 0.3 * rng.randn(300) > 0, 1, -1)
+    sample_weight = rng.uniform(0.2, 2.0, 300)
+    sample_weight[::11] = 0.0
+    return X, y, sample_weight
+
+
+def _kernel_vs_reference(X, y, sample_weight, fit_intercept, **params):
+    clf = AdaGradClassifier(
+        max_iter=1, tol=None, shuffle=False, fit_intercept=fit_intercept,
+        l1_ratio=0.6, eta=0.5, **params,
+    )
+    l1, l2 = clf._penalty_strengths()
+    expected = adagrad_reference(
+        X, y, sample_weight, loss=clf.loss, update=clf.update, eta=clf.eta,
+        delta=clf.delta, l1=l1, l2=l2, fit_intercept=fit_intercept,
+    )
+    w, b, u, ssq, b_u, b_ssq, t, sum_loss = expected
+    for X_in in (X, sp.csr_matrix(X)):
+        clf.fit(X_in, y, sample_weight=sample_weight)
+        assert_allclose(clf.coef_[0], w, rtol=0, atol=1e-10)
+        assert_allclose(clf.intercept_[0], b, rtol=0, atol=1e-10)
+        assert_allclose(clf.sum_gradient_[0], u, rtol=0, atol=1e-10)
+        assert_allclose(clf.sum_sq_gradient_[0], ssq, rtol=0, atol=1e-10)
+        assert_allclose(clf.intercept_sum_gradient_[0], b_u, rtol=0, atol=1e-10)
+        assert_allclose(clf.intercept_sum_sq_gradient_[0], b_ssq, rtol=0, atol=1e-10)
+        assert clf.t_ == t
+        assert_allclose(clf.loss_curve_[0], sum_loss / sample_weight.sum(), rtol=1e-10)
+    return clf
+
+
+@pytest.mark.parametrize(
+    "loss, update, penalty", list(itertools.product(LOSSES, UPDATES, PENALTIES))
+)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_kernel_matches_numpy_transcription(
+    small_sparse_problem, loss, update, penalty, fit_intercept, weighted
+):
+    X, y, sample_weight = small_sparse_problem
+    if not weighted:
+        sample_weight = np.ones_like(sample_weight)
+    delta = 0.0 if update == "mirror_descent" else 0.1
+    # strengths at which l1 zeroes some but not all weights; FTRL-Proximal's
+    # penalty is not multiplied by t, so it needs a larger one
+    alpha = {"dual_averaging": 0.05, "mirror_descent": 0.2, "ftrl_proximal": 8.0}
+    clf = _kernel_vs_reference(
+        X, y, sample_weight, fit_intercept, alpha=alpha[update],
+        loss=loss, update=update, penalty=penalty, delta=delta,
+    )
+    if penalty in ("l1", "elasticnet"):
+        # the comparison must have covered exact zeros too
+        assert 0 < np.count_nonzero(clf.coef_) < clf.coef_.size
+
+
+def test_multiclass_is_one_vs_rest_of_the_binary_kernel(small_sparse_problem):
+    X, _, sample_weight = small_sparse_problem
+    y = np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5])  # three classes
+    clf = AdaGradClassifier(max_iter=1, tol=None, shuffle=False, penalty="l1",
+                            alpha=0.01, eta=0.5).fit(X, y, sample_weight=sample_weight)
+    for k in range(3):
+        w, b, *_ = adagrad_reference(
+            X, np.where(y == k, 1, -1), sample_weight, loss="hinge",
+            update="dual_averaging", eta=0.5, delta=0.0, l1=0.01, l2=0.0,
+            fit_intercept=True,
+        )
+        assert_allclose(clf.coef_[k], w, rtol=0, atol=1e-10)
+        assert_allclose(clf.intercept_[k], b, rtol=0, atol=1e-10)
+
+
+def test_ftrl_proximal_is_mcmahan_algorithm_1():
+    """update='ftrl_proximal' reproduces McMahan et al. (2013), Algorithm 1,
+    under the documented mapping, including its exact zeros."""
+    X, y = make_sparse_zipf(400, 60, 8, random_state=1)
+    X = X.toarray()
+    alpha_m, beta_m, lambda1, lambda2 = 0.3, 1.0, 0.5, 0.2
+    w, z, n = ftrl_proximal_mcmahan(
+        X, y, alpha=alpha_m, beta=beta_m, lambda1=lambda1, lambda2=lambda2
+    )
+    clf = AdaGradClassifier(
+        loss="log_loss", update="ftrl_proximal", eta=alpha_m, delta=beta_m,
+        penalty="elasticnet", alpha=lambda1 + lambda2,
+        l1_ratio=lambda1 / (lambda1 + lambda2),
+        fit_intercept=False, max_iter=1, tol=None, shuffle=False,
+    )
+    for X_in in (X, sp.csr_matrix(X)):
+        clf.fit(X_in, y)
+        assert_allclose(clf.coef_[0], w, rtol=0, atol=1e-12)
+        assert_allclose(clf.sum_gradient_[0], z, rtol=0, atol=1e-12)
+        assert_allclose(clf.sum_sq_gradient_[0], n, rtol=0, atol=1e-12)
+        # exact zeros exactly where |z_i| <= lambda1
+        assert_array_equal(clf.coef_[0] == 0.0, np.abs(z) <= lambda1)
+    assert 0 < np.count_nonzero(w) < w.size
+
+
+def test_dual_averaging_is_not_ftrl_proximal():
+    """The documented difference: without a penalty FTRL-Proximal is mirror
+    descent, not dual averaging."""
+    X, y = make_sparse_zipf(300, 40, 6, random_state=2)
+    params = dict(penalty=None, max_iter=1, tol=None, shuffle=False, eta=0.3,
+                  delta=0.5)
+    ftrl = AdaGradClassifier(update="ftrl_proximal", **params).fit(X, y)
+    md = AdaGradClassifier(update="mirror_descent", **params).fit(X, y)
+    da = AdaGradClassifier(update="dual_averaging", **params).fit(X, y)
+    assert_allclose(ftrl.coef_, md.coef_, rtol=0, atol=1e-12)
+    assert np.abs(ftrl.coef_ - da.coef_).max() > 1e-3
+
+
+@pytest.mark.parametrize("update", UPDATES[:2])
+@pytest.mark.parametrize("penalty", PENALTIES)
+def test_scaling_all_sample_weights_equals_dividing_alpha_and_delta(update, penalty):
+    X, y, _, _ = load_a9a()
+    X, y = X[:500], y[:500]
+    c = 3.5
+    base = AdaGradClassifier(update=update, penalty=penalty, alpha=1e-3, delta=0.2,
+                             l1_ratio=0.5, max_iter=2, tol=None, random_state=0)
+    weighted = clone(base).fit(X, y, sample_weight=np.full(500, c))
+    rescaled = clone(base).set_params(alpha=1e-3 / c, delta=0.2 / c).fit(X, y)
+    assert_allclose(weighted.coef_, rescaled.coef_, rtol=1e-10, atol=1e-12)
+    assert_allclose(weighted.intercept_, rescaled.intercept_, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "update, alphas",
+    [
+        ("dual_averaging", (1e-6, 1e-4, 1e-3, 1e-2)),
+        ("mirror_descent", (1e-6, 1e-3, 1e-2, 1e-1)),
+        ("ftrl_proximal", (1e-2, 1.0, 10.0, 30.0)),  # not multiplied by t
+    ],
+)
+def test_l1_gives_exact_zeros_that_grow_with_alpha(update, alphas):
+    X, y, _, _ = load_a9a()
+    nnz = [
+        np.count_nonzero(
+            AdaGradClassifier(update=update, penalty="l1", alpha=alpha, max_iter=1,
+                              tol=None, random_state=0).fit(X, y).coef_
+        )
+        for alpha in alphas
+    ]
+    assert nnz == sorted(nnz, reverse=True)
+    assert nnz[-1] < nnz[0] / 2
+
+
+def test_one_epoch_of_defaults_beats_sgdclassifier_defaults_on_a9a():
+    X_train, y_train, X_test, y_test = load_a9a()
+    sgd = SGDClassifier(random_state=0).fit(
+        X_train.astype(np.float64), y_train
+    )
+    for seed in range(3):
+        clf = AdaGradClassifier(max_iter=1, random_state=seed).fit(X_train, y_train)
+        assert clf.score(X_test, y_test) >= sgd.score(X_test, y_test)
+
+
+@pytest.mark.parametrize("update", UPDATES)
+def test_csr_variants_give_the_same_model(update):
+    """int32/int64 indices, csr_matrix/csr_array, unsorted indices, duplicated
+    entries (summed) and read-only buffers all give the canonical model."""
+    X, y = make_sparse_zipf(500, 200, 10, random_state=3)
+    clf = AdaGradClassifier(update=update, penalty="l1", alpha=1e-3, max_iter=2,
+                            tol=None, random_state=0)
+    reference = clone(clf).fit(X, y)
+
+    variants = {"csr_array": sp.csr_array(X)}
+    X64 = X.copy()
+    X64.indices = X64.indices.astype(np.int64)
+    X64.indptr = X64.indptr.astype(np.int64)
+    variants["int64 indices"] = X64
+
+    # reverse the order of the entries inside every row
+    rev = X.copy()
+    for i in range(X.shape[0]):
+        lo, hi = X.indptr[i], X.indptr[i + 1]
+        rev.indices[lo:hi] = X.indices[lo:hi][::-1]
+        rev.data[lo:hi] = X.data[lo:hi][::-1]
+    rev.has_sorted_indices = False
+    variants["unsorted"] = rev
+
+    # split every entry into two halves stored as duplicates
+    coo = X.tocoo()
+    dup = sp.csr_matrix(
+        (np.r_[coo.data / 2, coo.data / 2], (np.r_[coo.row, coo.row], np.r_[coo.col, coo.col])),
+        shape=X.shape,
+    )
+    dup = sp.csr_matrix((dup.data, dup.indices, dup.indptr), shape=X.shape)
+    dup.has_canonical_format = False
+    dup_data_before = dup.data.copy()
+    variants["duplicates"] = dup
+
+    readonly = X.copy()
+    for arr in (readonly.data, readonly.indices, readonly.indptr):
+        arr.flags.writeable = False
+    variants["read-only"] = readonly
+
+    for name, X_variant in variants.items():
+        model = clone(clf).fit(X_variant, y)
+        assert_allclose(model.coef_, reference.coef_, rtol=0, atol=1e-12, err_msg=name)
+        assert_allclose(model.intercept_, reference.intercept_, rtol=0, atol=1e-12)
+    assert_array_equal(dup.data, dup_data_before)  # the caller's data untouched
+
+    dense_ro = X.toarray()
+    dense_ro.flags.writeable = False
+    model = clone(clf).fit(dense_ro, y)
+    assert_allclose(model.coef_, reference.coef_, rtol=0, atol=1e-10)
+
+
+def test_n_jobs_gives_the_same_model():
+    X, y = make_sparse_zipf(2000, 300, 12, random_state=4)
+    y = y + 2 * (X[:, 0].toarray().ravel() > 0)  # four classes
+    one = AdaGradClassifier(random_state=0, max_iter=3, tol=None, n_jobs=1).fit(X, y)
+    two = AdaGradClassifier(random_state=0, max_iter=3, tol=None, n_jobs=2).fit(X, y)
+    assert_array_equal(one.coef_, two.coef_)
+    assert_array_equal(one.intercept_, two.intercept_)
+
+
+def test_verbose_prints_one_line_per_epoch_and_chunk(capsys):
+    X, y, _, _ = load_a9a()
+    clf = AdaGradClassifier(verbose=1, max_iter=3, tol=None, random_state=0)
+    clf.fit(X[:1000], y[:1000])
+    clf.partial_fit(X[1000:1500], y[1000:1500])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4
+    pattern = (r"-- (epoch|chunk) \d+: samples seen (\d+), progressive loss \S+, "
+               r"non-zero weights \d+/123, elapsed \S+ s")
+    seen = [int(re.fullmatch(pattern, line).group(2)) for line in lines]
+    assert seen == [1000, 2000, 3000, 3500]
+
+
+def test_early_stopping_stops():
+    X, y, _, _ = load_a9a()
+    clf = AdaGradClassifier(max_iter=200, tol=1e-3, n_iter_no_change=3,
+                            random_state=0).fit(X[:3000], y[:3000])
+    assert clf.n_iter_ < 200
+    assert len(clf.loss_curve_) == clf.n_iter_
+    best = min(clf.loss_curve_[:-3])
+    assert all(loss > best - 1e-3 for loss in clf.loss_curve_[-3:])
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "modified_huber"])
+def test_predict_proba(loss):
+    X_train, y_train, X_test, y_test = load_a9a()
+    clf = AdaGradClassifier(loss=loss, max_iter=1, random_state=0).fit(X_train, y_train)
+    proba = clf.predict_proba(X_test)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert_array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(X_test))
+    score = clf.decision_function(X_test)
+    order = np.argsort(score)
+    assert np.all(np.diff(proba[order, 1]) >= 0)
+    assert not hasattr(AdaGradClassifier(loss="hinge"), "predict_proba")
+    if loss == "log_loss":
+        # calibrated well enough to beat the base rate
+        from sklearn.metrics import log_loss
+        base = np.mean(y_train == 1)
+        assert log_loss(y_test, proba) < log_loss(y_test, np.full(len(y_test), base))
+
+
+def test_learns_rare_informative_features_of_text_like_data():
+    X, y = make_sparse_zipf(30_000, 5_000, 30, random_state=5)
+    X_train, y_train, X_test, y_test = X[:25_000], y[:25_000], X[25_000:], y[25_000:]
+    ada = AdaGradClassifier(max_iter=1, eta=0.5, random_state=0).fit(X_train, y_train)
+    sgd = SGDClassifier(max_iter=1, tol=None, random_state=0).fit(X_train, y_train)
+    # per-coordinate steps help exactly where features are rare
+    assert accuracy_score(y_test, ada.predict(X_test)) > accuracy_score(
+        y_test, sgd.predict(X_test)
+    )

@@ -1,0 +1,330 @@
+"""The estimator contract that every estimator of sklearn_adaprox honours.
+
+An estimator joins by being listed once in ``CONTRACT_ESTIMATORS`` (several
+configurations of one class may be listed).  Where an algorithm makes a
+statement impossible, its class documents it and the test here checks the
+closest true statement instead.
+"""
+import pickle
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.utils import compute_class_weight
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_adaprox import AdaGradClassifier
+from sklearn_adaprox.datasets import load_a9a
+
+CONTRACT_ESTIMATORS = [
+    AdaGradClassifier(random_state=0),
+    AdaGradClassifier(
+        loss="log_loss", update="mirror_descent", penalty="elasticnet",
+        alpha=1e-3, l1_ratio=0.5, delta=0.1, random_state=0,
+    ),
+    AdaGradClassifier(
+        loss="modified_huber", update="ftrl_proximal", penalty="l1",
+        alpha=1e-3, random_state=0,
+    ),
+    AdaGradClassifier(loss="squared_hinge", penalty="l1", alpha=1e-3, random_state=0),
+]
+
+# check name -> reason, per estimator class.
+EXPECTED_FAILED_CHECKS = {
+    "AdaGradClassifier": {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "a sample weight scales the gradient of one AdaGrad step; the row "
+            "repeated takes two steps and adds 2 g^2, not 4 g^2, to the "
+            "accumulator (documented in Notes; test_contract checks the scale "
+            "invariance that does hold)"
+        ),
+        "check_sample_weight_equivalence_on_sparse_data": (
+            "same as check_sample_weight_equivalence_on_dense_data"
+        ),
+    },
+}
+
+
+def _ids(est):
+    params = est.get_params()
+    keys = [k for k in ("loss", "update", "penalty") if k in params]
+    return type(est).__name__ + "(" + ",".join(str(params[k]) for k in keys) + ")"
+
+
+def _expected_failed_checks(est):
+    return EXPECTED_FAILED_CHECKS.get(type(est).__name__, {})
+
+
+# ----------------------------------------------------------------------
+# data: real, small, bundled with the package or with scikit-learn
+@pytest.fixture(scope="module")
+def binary_data():
+    X, y, _, _ = load_a9a()
+    return X[:600], y[:600]
+
+
+@pytest.fixture(scope="module")
+def multiclass_data():
+    X, y = load_digits(n_class=4, return_X_y=True)
+    X = X[:400] / 16.0
+    return np.ascontiguousarray(X), y[:400]
+
+
+def _one_epoch(est, **extra):
+    return clone(est).set_params(**{"max_iter": 1, "tol": None, "shuffle": False, **extra})
+
+
+def fitted_state(est):
+    """Every fitted attribute (name ending in '_'), deep-copied."""
+    return pickle.loads(pickle.dumps(
+        {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+    ))
+
+
+def assert_state_equal(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], np.ndarray):
+            assert_array_equal(a[key], b[key], err_msg=key)
+        else:
+            assert a[key] == b[key] or (a[key] != a[key] and b[key] != b[key]), key
+
+
+def assert_same_model(a, b, atol):
+    assert_allclose(a.coef_, b.coef_, rtol=0, atol=atol)
+    assert_allclose(a.intercept_, b.intercept_, rtol=0, atol=atol)
+
+
+# 1. scikit-learn's estimator checks --------------------------------------
+@parametrize_with_checks(
+    CONTRACT_ESTIMATORS, expected_failed_checks=_expected_failed_checks
+)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# 2. dense == CSR ---------------------------------------------------------
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+@pytest.mark.parametrize("data", ["binary_data", "multiclass_data"])
+def test_dense_equals_csr(est, data, request):
+    X, y = request.getfixturevalue(data)
+    X_dense = X.toarray() if sp.issparse(X) else X
+    X_csr = sp.csr_matrix(X_dense)
+    est = clone(est).set_params(max_iter=30, tol=1e-2, n_iter_no_change=2)
+    dense = clone(est).fit(X_dense, y)
+    csr = clone(est).fit(X_csr, y)
+    assert_same_model(dense, csr, atol=1e-10)
+    assert dense.n_iter_ == csr.n_iter_
+    assert dense.t_ == csr.t_
+
+
+# 3. partial_fit over chunks == one epoch of fit --------------------------
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+@pytest.mark.parametrize("data", ["binary_data", "multiclass_data"])
+def test_partial_fit_chunks_equal_one_epoch(est, data, request):
+    X, y = request.getfixturevalue(data)
+    whole = _one_epoch(est).fit(X, y)
+    chunked = _one_epoch(est)
+    n = X.shape[0]
+    bounds = [0, 7, n // 3, n // 3 + 1, n - 5, n]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        chunked.partial_fit(X[lo:hi], y[lo:hi], classes=np.unique(y))
+    assert_same_model(whole, chunked, atol=1e-12)
+    assert chunked.t_ == whole.t_ == X.shape[0]
+    assert len(chunked.loss_curve_) == len(bounds) - 1
+
+
+# 4. pickle mid-stream and resume ------------------------------------------
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+def test_pickle_mid_stream(est, multiclass_data):
+    X, y = multiclass_data
+    chunks = np.array_split(np.arange(X.shape[0]), 5)
+    uninterrupted = _one_epoch(est)
+    for idx in chunks:
+        uninterrupted.partial_fit(X[idx], y[idx], classes=np.unique(y))
+
+    resumed = _one_epoch(est)
+    for idx in chunks[:2]:
+        resumed.partial_fit(X[idx], y[idx], classes=np.unique(y))
+    # fitted state is plain Python/NumPy: no Cython object survives a call
+    for name, value in vars(resumed).items():
+        assert type(value).__module__.split(".")[0] in ("numpy", "builtins"), name
+    resumed = pickle.loads(pickle.dumps(resumed))
+    for idx in chunks[2:]:
+        resumed.partial_fit(X[idx], y[idx])
+    assert_state_equal(fitted_state(uninterrupted), fitted_state(resumed))
+
+
+# 5. bad input raises ValueError and changes nothing -----------------------
+def _bad_inputs(X, y):
+    X_nan = X.copy()
+    X_nan[3, 2] = np.nan
+    X_inf = X.copy()
+    X_inf[5, 1] = np.inf
+    y_float = y.astype(float)
+    y_float[4] = np.nan
+    sw_nan = np.ones(X.shape[0])
+    sw_nan[2] = np.nan
+    sw_inf = np.ones(X.shape[0])
+    sw_inf[2] = np.inf
+    y_unknown = y.copy()
+    y_unknown[0] = 99
+    return {
+        "nan in X": (dict(X=X_nan, y=y), "NaN"),
+        "inf in X": (dict(X=X_inf, y=y), "infinity"),
+        "nan in y": (dict(X=X, y=y_float), "NaN"),
+        "nan in sample_weight": (dict(X=X, y=y, sample_weight=sw_nan), "NaN"),
+        "inf in sample_weight": (dict(X=X, y=y, sample_weight=sw_inf), "infinity"),
+        "negative sample_weight": (
+            dict(X=X, y=y, sample_weight=-np.ones(X.shape[0])), "Negative"),
+        "more features": (dict(X=np.hstack([X, X[:, :1]]), y=y), "features"),
+        "fewer features": (dict(X=X[:, :-1], y=y), "features"),
+        "label outside classes_": (dict(X=X, y=y_unknown), "99"),
+    }
+
+
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+@pytest.mark.parametrize("method", ["partial_fit", "fit_warm_start"])
+def test_bad_input_raises_and_changes_nothing(est, method, multiclass_data):
+    X, y = multiclass_data
+    model = _one_epoch(est, warm_start=method == "fit_warm_start")
+    model.partial_fit(X[:100], y[:100], classes=np.unique(y))
+    before = fitted_state(model)
+    fit = model.partial_fit if method == "partial_fit" else model.fit
+    for name, (kwargs, message) in _bad_inputs(X[100:200], y[100:200]).items():
+        with pytest.raises(ValueError, match=message):
+            fit(**kwargs)
+        assert_state_equal(before, fitted_state(model))
+
+
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+def test_first_partial_fit_needs_classes(est, binary_data):
+    X, y = binary_data
+    model = clone(est)
+    with pytest.raises(ValueError, match="classes must be passed"):
+        model.partial_fit(X, y)
+    assert fitted_state(model) == {}
+    # a failed first call leaves no trace either
+    X_nan = X.toarray()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.partial_fit(X_nan, y, classes=[-1, 1])
+    assert fitted_state(model) == {}
+    with pytest.raises(ValueError, match="not in classes"):
+        model.partial_fit(X, y, classes=[-1, 2])
+    assert fitted_state(model) == {}
+
+
+# 6. sample and class weights ---------------------------------------------
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+def test_zero_weight_chunk_changes_nothing(est, multiclass_data):
+    X, y = multiclass_data
+    model = _one_epoch(est).partial_fit(X[:100], y[:100], classes=np.unique(y))
+    before = fitted_state(model)
+    model.partial_fit(X[100:200], y[100:200], sample_weight=np.zeros(100))
+    after = fitted_state(model)
+    # only the record of the call itself (its progressive loss) is new
+    assert np.isnan(after.pop("loss_curve_")[-1])
+    before.pop("loss_curve_")
+    assert_state_equal(before, after)
+    # and zero-weight rows inside a chunk are the same as absent rows
+    sw = np.ones(200)
+    sw[::3] = 0
+    with_zeros = _one_epoch(est).fit(X[:200], y[:200], sample_weight=sw)
+    without = _one_epoch(est).fit(X[:200][sw > 0], y[:200][sw > 0])
+    assert_same_model(with_zeros, without, atol=1e-12)
+
+
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+def test_class_weight(est, multiclass_data):
+    X, y = multiclass_data
+    weights = {0: 2.0, 1: 0.5, 2: 1.0, 3: 3.0}
+    by_class = _one_epoch(est, class_weight=weights).fit(X, y)
+    by_sample = _one_epoch(est).fit(X, y, sample_weight=[weights[v] for v in y])
+    assert_same_model(by_class, by_sample, atol=1e-12)
+
+    balanced = _one_epoch(est, class_weight="balanced").fit(X, y)
+    explicit = dict(zip(np.unique(y), compute_class_weight(
+        "balanced", classes=np.unique(y), y=y)))
+    assert_same_model(balanced, _one_epoch(est, class_weight=explicit).fit(X, y), 1e-12)
+
+    model = _one_epoch(est, class_weight="balanced")
+    with pytest.raises(ValueError, match="compute_class_weight"):
+        model.partial_fit(X, y, classes=np.unique(y))
+    assert fitted_state(model) == {}
+
+
+# 7. label encodings ------------------------------------------------------
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+def test_label_encodings_give_the_same_model(est, binary_data, multiclass_data):
+    X, y = binary_data
+    y01 = (y > 0).astype(int)
+    models = [
+        _one_epoch(est).fit(X, labels)
+        for labels in (y01, 2 * y01 - 1, np.where(y01, "rich", "poor"))
+    ]
+    for other in models[1:]:
+        assert_same_model(models[0], other, atol=0)
+    X, y = multiclass_data
+    names = np.array(["zero", "one", "two", "three"])[y]  # not sorted like y
+    ints = _one_epoch(est).fit(X, y)
+    strs = _one_epoch(est).fit(X, names)
+    name_of = ["zero", "one", "two", "three"]
+    rows = [list(strs.classes_).index(name) for name in name_of]
+    assert_allclose(strs.coef_[rows], ints.coef_, rtol=0, atol=0)
+    assert_array_equal(strs.predict(X), np.array(name_of)[ints.predict(X)])
+
+
+# 8. float32 is read as it is -----------------------------------------------
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_float32_not_copied(est, layout):
+    rng = np.random.RandomState(0)
+    X = rng.rand(20_000, 100).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 1).astype(int)
+    if layout == "csr":
+        X[X < 0.5] = 0
+        X = sp.csr_matrix(X)
+    X64 = X.astype(np.float64)
+    x_bytes = (X.data.nbytes if layout == "csr" else X.nbytes)
+    model = _one_epoch(est)
+    tracemalloc.start()
+    model.fit(X, y)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # a float64 copy of X alone would take 2 * x_bytes
+    assert peak < x_bytes, (peak, x_bytes)
+    assert model.coef_.dtype == np.float64
+    reference = _one_epoch(est).fit(X64, y)
+    assert_allclose(model.coef_, reference.coef_, rtol=0, atol=1e-4)
+    assert_allclose(model.intercept_, reference.intercept_, rtol=0, atol=1e-4)
+
+
+# 9. prediction and fit semantics -------------------------------------------
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+def test_decision_function_is_linear(est, binary_data, multiclass_data):
+    for X, y in (binary_data, multiclass_data):
+        model = clone(est).set_params(max_iter=3, tol=None).fit(X, y)
+        expected = X @ model.coef_.T + model.intercept_
+        assert_allclose(model.decision_function(X), np.squeeze(expected), atol=1e-12)
+
+
+@pytest.mark.parametrize("est", CONTRACT_ESTIMATORS, ids=_ids)
+def test_fit_and_warm_start_semantics(est, multiclass_data):
+    X, y = multiclass_data
+    # fit starts afresh: fitting twice is fitting once
+    once = _one_epoch(est).fit(X, y)
+    twice = _one_epoch(est).fit(X[::-1], y[::-1]).fit(X, y)
+    assert_state_equal(fitted_state(once), fitted_state(twice))
+    # warm_start continues: two one-epoch fits are one two-epoch fit
+    two_epochs = _one_epoch(est, max_iter=2).fit(X, y)
+    warm = _one_epoch(est, warm_start=True).fit(X, y).fit(X, y)
+    assert_same_model(two_epochs, warm, atol=1e-12)
+    assert warm.t_ == two_epochs.t_ == 2 * X.shape[0]
+    # partial_fit after fit continues from the fitted state
+    continued = _one_epoch(est).fit(X, y).partial_fit(X, y)
+    assert_same_model(two_epochs, continued, atol=1e-12)
