@@ -9,7 +9,11 @@ in closed form, the next time its feature is read (and for every feature by
 Per coordinate i the state is ``u_i`` (sum of gradients; for FTRL-Proximal
 the shifted sum ``z_i``), ``ssq_i`` (sum of squared gradients) and, for mirror
 descent, the weight ``w_i`` with the step at which it was last current.
-``H_i = delta + sqrt(ssq_i)``.  With ``t`` steps done:
+``H_i = delta + sqrt(ssq_i)``.  During a pass the kernel keeps
+``root_i = sqrt(ssq_i)`` in the ssq array instead (converted in place at the
+start and back at the end), so reading a weight costs no square root; the
+root is updated as ``sqrt(root_i^2 + g_i^2)`` only when a gradient arrives.
+With ``t`` steps done:
 
 * dual averaging: ``w_i = -sign(u_i) eta max(|u_i| - l1 t, 0) / (H_i + eta l2 t)``
   depends on (u_i, ssq_i, t) only;
@@ -53,7 +57,7 @@ cdef struct Hyper:
     double l2
 
 
-cdef inline double da_weight(double u, double ssq, double t, Hyper h) noexcept nogil:
+cdef inline double da_weight(double u, double root, double t, Hyper h) noexcept nogil:
     """Dual-averaging weight from the running sums after t steps."""
     cdef double excess
     if u == 0.0:
@@ -61,15 +65,15 @@ cdef inline double da_weight(double u, double ssq, double t, Hyper h) noexcept n
     excess = fabs(u) - h.l1 * t
     if excess <= 0.0:
         return 0.0
-    # u != 0 implies ssq > 0, so the denominator is positive.
-    return -copysign(h.eta * excess / (h.delta + sqrt(ssq) + h.eta * h.l2 * t), u)
+    # u != 0 implies root > 0, so the denominator is positive.
+    return -copysign(h.eta * excess / (h.delta + root + h.eta * h.l2 * t), u)
 
 
-cdef inline double ftrl_weight(double z, double ssq, Hyper h) noexcept nogil:
+cdef inline double ftrl_weight(double z, double root, Hyper h) noexcept nogil:
     """FTRL-Proximal weight; exactly zero while |z| <= l1."""
     if fabs(z) <= h.l1:
         return 0.0
-    return -(z - copysign(h.l1, z)) / ((h.delta + sqrt(ssq)) / h.eta + h.l2)
+    return -(z - copysign(h.l1, z)) / ((h.delta + root) / h.eta + h.l2)
 
 
 cdef inline double md_prox(double z, double H, Hyper h) noexcept nogil:
@@ -80,7 +84,7 @@ cdef inline double md_prox(double z, double H, Hyper h) noexcept nogil:
     return copysign(mag / (1.0 + h.eta * h.l2 / H), z)
 
 
-cdef inline double md_idle_steps(double w, double ssq, int64_t k, Hyper h) noexcept nogil:
+cdef inline double md_idle_steps(double w, double root, int64_t k, Hyper h) noexcept nogil:
     """Mirror-descent weight after k steps in which its gradient was zero.
 
     H stays fixed, so each step maps |w| to max(|w| - a, 0) / c with
@@ -91,7 +95,7 @@ cdef inline double md_idle_steps(double w, double ssq, int64_t k, Hyper h) noexc
     cdef double H, a, r, log_c, decay, total_shrink, mag
     if k <= 0 or w == 0.0:
         return w
-    H = h.delta + sqrt(ssq)
+    H = h.delta + root
     if H == 0.0:
         return w
     a = h.eta * h.l1 / H
@@ -107,6 +111,18 @@ cdef inline double md_idle_steps(double w, double ssq, int64_t k, Hyper h) noexc
     if mag <= 0.0:
         return 0.0
     return copysign(mag, w)
+
+
+cdef void to_roots(double* ssq, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(n):
+        ssq[j] = sqrt(ssq[j])
+
+
+cdef void from_roots(double* root, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(n):
+        root[j] = root[j] * root[j]
 
 
 cdef class AdaGradProblem:
@@ -152,7 +168,9 @@ cdef class AdaGradProblem:
         self.last_step = np.full(coef.shape[0], t, dtype=np.int64)
 
     cdef void finalize(self) noexcept nogil:
-        """Bring every weight up to step t (O(n_features), once per call)."""
+        """Bring every weight up to step t (O(n_features), once per call).
+
+        Called inside a pass, while sum_sq_grad holds the roots."""
         cdef Py_ssize_t j
         cdef Hyper h = self.hyper
         cdef double t = <double> self.t
@@ -165,6 +183,106 @@ cdef class AdaGradProblem:
                 self.last_step[j] = self.t
             else:
                 self.coef[j] = ftrl_weight(self.sum_grad[j], self.sum_sq_grad[j], h)
+
+
+# ----------------------------------------------------------------------
+# One row: its margin with every weight brought up to step t, and its update.
+# Each update rule has its own pair of loops so that the inner loops carry no
+# branch on the rule.  Entries equal to zero (the zeros of a dense row) are
+# skipped: their gradient is zero, so a dense row and its CSR form take
+# exactly the same arithmetic.
+
+cdef inline double da_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
+                             const double* u, const double* root, double t,
+                             Hyper h) noexcept nogil:
+    # Dual averaging: weights are closed forms of (u, root, t); none is stored.
+    cdef Py_ssize_t k
+    cdef double p = 0.0
+    for k in range(nnz):
+        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+            continue
+        p += da_weight(u[idx[k]], root[idx[k]], t, h) * x[k]
+    return p
+
+
+cdef inline void da_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
+                           double d, double* u, double* root) noexcept nogil:
+    cdef Py_ssize_t k, j
+    cdef double g
+    for k in range(nnz):
+        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+            continue
+        j = idx[k]
+        g = d * x[k]
+        u[j] += g
+        root[j] = sqrt(root[j] * root[j] + g * g)
+
+
+cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
+                             double* w, const double* root, int64_t* last,
+                             int64_t t, Hyper h) noexcept nogil:
+    # Mirror descent: catch each weight up over its idle steps, store it.
+    cdef Py_ssize_t k, j
+    cdef double p = 0.0
+    for k in range(nnz):
+        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+            continue
+        j = idx[k]
+        w[j] = md_idle_steps(w[j], root[j], t - last[j], h)
+        last[j] = t
+        p += w[j] * x[k]
+    return p
+
+
+cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
+                           double d, double* w, double* u, double* root,
+                           int64_t* last, int64_t t, Hyper h) noexcept nogil:
+    # The step number t is the one being taken (weights were current at t-1).
+    cdef Py_ssize_t k, j
+    cdef double g, H
+    for k in range(nnz):
+        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+            continue
+        j = idx[k]
+        g = d * x[k]
+        u[j] += g
+        root[j] = sqrt(root[j] * root[j] + g * g)
+        H = h.delta + root[j]
+        if H > 0.0:  # H == 0 only for a zero weight that has never moved
+            w[j] = md_prox(w[j] - h.eta * g / H, H, h)
+            last[j] = t
+
+
+cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
+                               double* w, const double* z, const double* root,
+                               Hyper h) noexcept nogil:
+    # FTRL-Proximal: weights are closed forms of (z, root); stored because the
+    # update needs them.
+    cdef Py_ssize_t k, j
+    cdef double p = 0.0
+    for k in range(nnz):
+        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+            continue
+        j = idx[k]
+        w[j] = ftrl_weight(z[j], root[j], h)
+        p += w[j] * x[k]
+    return p
+
+
+cdef inline void ftrl_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
+                             double d, const double* w, double* z, double* root,
+                             Hyper h) noexcept nogil:
+    cdef Py_ssize_t k, j
+    cdef double g, new_root
+    for k in range(nnz):
+        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+            continue
+        j = idx[k]
+        g = d * x[k]
+        new_root = sqrt(root[j] * root[j] + g * g)
+        # sigma_j = (new_root - root) / eta, McMahan's per-coordinate rate change
+        z[j] += g - (new_root - root[j]) / h.eta * w[j]
+        root[j] = new_root
 
 
 def run_epoch(AdaGradProblem problem,
@@ -187,7 +305,7 @@ def run_epoch(AdaGradProblem problem,
     cdef Py_ssize_t n_features = problem.coef.shape[0]
     cdef double* w = &problem.coef[0]
     cdef double* u = &problem.sum_grad[0]
-    cdef double* ssq = &problem.sum_sq_grad[0]
+    cdef double* root = &problem.sum_sq_grad[0]  # roots during the pass
     cdef int64_t* last = &problem.last_step[0]
     cdef double b = problem.intercept
     cdef double u_b = problem.intercept_sum_grad
@@ -197,10 +315,10 @@ def run_epoch(AdaGradProblem problem,
     cdef const floating* data = NULL
     cdef const index_t* indices = NULL
     cdef const index_t* indptr = &X_indptr[0]
-    cdef const floating* row_data
-    cdef const index_t* row_indices
-    cdef Py_ssize_t s, i, k, j, nnz
-    cdef double sw, yi, p, d, g, w_j, sigma, H
+    cdef const floating* x
+    cdef const index_t* idx
+    cdef Py_ssize_t s, i, nnz
+    cdef double sw, yi, p, d, sigma
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
     if X_data.shape[0] > 0:
@@ -208,54 +326,39 @@ def run_epoch(AdaGradProblem problem,
         indices = &X_indices[0]
 
     with nogil:
+        to_roots(root, n_features)
         for s in range(order.shape[0]):
             i = order[s]
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
             yi = y[i]
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i,
-                          &row_data, &row_indices)
+            nnz = get_row(data, indices, indptr, is_dense, n_features, i, &x, &idx)
 
-            # Bring this row's weights up to step t, then predict.
-            p = b
-            for k in range(nnz):
-                j = row_indices[k]
-                if h.update == DUAL_AVERAGING:
-                    w_j = da_weight(u[j], ssq[j], <double> t, h)
-                elif h.update == MIRROR_DESCENT:
-                    w_j = md_idle_steps(w[j], ssq[j], t - last[j], h)
-                    last[j] = t
-                else:
-                    w_j = ftrl_weight(u[j], ssq[j], h)
-                w[j] = w_j
-                p += w_j * row_data[k]
-
+            # Predict with the weights of step t ...
+            if h.update == DUAL_AVERAGING:
+                p = b + da_margin(x, idx, nnz, u, root, <double> t, h)
+            elif h.update == MIRROR_DESCENT:
+                p = b + md_margin(x, idx, nnz, w, root, last, t, h)
+            else:
+                p = b + ftrl_margin(x, idx, nnz, w, u, root, h)
             sum_loss += sw * loss.loss(yi, p)
             sum_weight += sw
-            # The gradient of sw * loss(y, <w, x> + b) is d * x.
+
+            # ... then take step t + 1.  The gradient of
+            # sw * loss(y, <w, x> + b) is d * x.
             d = sw * loss.dloss(yi, p)
             t += 1
             if d == 0.0:
-                # A zero gradient step; mirror descent's idle-step closed
-                # form accounts for it when the features are next read.
+                # Nothing to accumulate; mirror descent's idle-step closed
+                # form covers this step when the features are next read.
                 continue
-
-            for k in range(nnz):
-                j = row_indices[k]
-                g = d * row_data[k]
-                if h.update == FTRL_PROXIMAL:
-                    sigma = (sqrt(ssq[j] + g * g) - sqrt(ssq[j])) / h.eta
-                    u[j] += g - sigma * w[j]
-                    ssq[j] += g * g
-                else:
-                    u[j] += g
-                    ssq[j] += g * g
-                    if h.update == MIRROR_DESCENT:
-                        H = h.delta + sqrt(ssq[j])
-                        if H > 0.0:  # H == 0 only for an untouched zero weight
-                            w[j] = md_prox(w[j] - h.eta * g / H, H, h)
-                            last[j] = t
+            if h.update == DUAL_AVERAGING:
+                da_update(x, idx, nnz, d, u, root)
+            elif h.update == MIRROR_DESCENT:
+                md_update(x, idx, nnz, d, w, u, root, last, t, h)
+            else:
+                ftrl_update(x, idx, nnz, d, w, u, root, h)
 
             if fit_intercept:
                 if h.update == FTRL_PROXIMAL:
@@ -273,6 +376,7 @@ def run_epoch(AdaGradProblem problem,
 
         problem.t = t
         problem.finalize()
+        from_roots(root, n_features)
 
     problem.intercept = b
     problem.intercept_sum_grad = u_b

@@ -1,0 +1,50 @@
+"""The row-access layer hands X to the kernels without copying it."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_adaprox._dataset import as_row_arrays, csr_has_duplicates
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("container", [sp.csr_matrix, sp.csr_array])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_csr_is_not_copied(dtype, container, index_dtype):
+    X = container(sp.random(50, 30, density=0.2, random_state=0, dtype=dtype))
+    X.indices = X.indices.astype(index_dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    data, indices, indptr, is_dense = as_row_arrays(X)
+    assert not is_dense
+    assert data is X.data and indices is X.indices and indptr is X.indptr
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dense_is_a_view(dtype):
+    X = np.random.RandomState(0).rand(40, 7).astype(dtype)
+    X.flags.writeable = False
+    data, indices, indptr, is_dense = as_row_arrays(X)
+    assert is_dense and np.shares_memory(data, X)
+    assert data.dtype == dtype
+    np.testing.assert_array_equal(indices, np.arange(7))
+
+
+def test_unsorted_rows_are_used_as_they_are():
+    X = sp.csr_matrix(np.array([[0.0, 1.0, 2.0], [3.0, 0.0, 4.0]]))
+    X.indices[:2] = X.indices[:2][::-1]
+    X.data[:2] = X.data[:2][::-1]
+    X.has_sorted_indices = False
+    data, indices, _, _ = as_row_arrays(X)
+    assert indices is X.indices
+
+
+def test_duplicates_are_summed_into_a_new_matrix():
+    X = sp.csr_matrix((np.array([1.0, 2.0, 5.0]), np.array([1, 1, 0]),
+                       np.array([0, 2, 3])), shape=(2, 3))
+    assert csr_has_duplicates(X.indices, X.indptr, 3)
+    data, indices, indptr, _ = as_row_arrays(X)
+    np.testing.assert_array_equal(
+        sp.csr_matrix((data, indices, indptr), shape=(2, 3)).toarray(),
+        [[0.0, 3.0, 0.0], [5.0, 0.0, 0.0]],
+    )
+    np.testing.assert_array_equal(X.data, [1.0, 2.0, 5.0])  # caller's untouched
+    assert not csr_has_duplicates(indices, indptr, 3)
