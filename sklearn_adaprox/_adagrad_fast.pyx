@@ -9,10 +9,11 @@ in closed form, the next time its feature is read (and for every feature by
 Per coordinate i the state is ``u_i`` (sum of gradients; for FTRL-Proximal
 the shifted sum ``z_i``), ``ssq_i`` (sum of squared gradients) and, for mirror
 descent, the weight ``w_i`` with the step at which it was last current.
-``H_i = delta + sqrt(ssq_i)``.  During a pass the kernel keeps
-``root_i = sqrt(ssq_i)`` in the ssq array instead (converted in place at the
-start and back at the end), so reading a weight costs no square root; the
-root is updated as ``sqrt(root_i^2 + g_i^2)`` only when a gradient arrives.
+``H_i = delta + sqrt(ssq_i)``.  During a pass the kernel keeps the pair
+``(u_i, sqrt(ssq_i))`` side by side in one workspace array ``acc`` (built at
+the start of the pass, written back at the end): a rare feature then costs one
+cache miss instead of two, and reading a weight costs no square root (the root
+is updated as ``sqrt(root_i^2 + g_i^2)`` only when a gradient arrives).
 With ``t`` steps done:
 
 * dual averaging: ``w_i = -sign(u_i) eta max(|u_i| - l1 t, 0) / (H_i + eta l2 t)``
@@ -113,25 +114,14 @@ cdef inline double md_idle_steps(double w, double root, int64_t k, Hyper h) noex
     return copysign(mag, w)
 
 
-cdef void to_roots(double* ssq, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t j
-    for j in range(n):
-        ssq[j] = sqrt(ssq[j])
-
-
-cdef void from_roots(double* root, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t j
-    for j in range(n):
-        root[j] = root[j] * root[j]
-
-
 cdef class AdaGradProblem:
-    """State of one binary AdaGrad problem for the length of one call.
+    """State of one binary AdaGrad problem for the length of one pass.
 
-    Built by the estimator from its fitted NumPy arrays (``coef``, ``sum_grad``
-    and ``sum_sq_grad`` are views that the kernel updates in place; the
-    intercept scalars and ``t`` are read back through the attributes).  It is
-    never kept as fitted state.
+    Built by the estimator from its fitted NumPy arrays: ``coef`` is a view
+    that the kernel updates in place; ``sum_grad`` and ``sum_sq_grad`` are
+    copied into the interleaved workspace ``acc`` and written back by
+    ``store``; the intercept scalars and ``t`` are read back through the
+    attributes.  It is never kept as fitted state.
     """
     cdef Loss loss
     cdef Hyper hyper
@@ -139,6 +129,7 @@ cdef class AdaGradProblem:
     cdef double[::1] coef
     cdef double[::1] sum_grad
     cdef double[::1] sum_sq_grad
+    cdef double[:, ::1] acc      # acc[j] = (u_j, sqrt(ssq_j)) during the pass
     cdef int64_t[::1] last_step  # mirror descent: step at which coef[j] is current
     cdef public double intercept
     cdef public double intercept_sum_grad
@@ -164,125 +155,132 @@ cdef class AdaGradProblem:
         self.intercept_sum_grad = intercept_sum_grad
         self.intercept_sum_sq_grad = intercept_sum_sq_grad
         self.t = t
-        # coef is current on entry (every call ends with finalize).
+        self.acc = np.column_stack([sum_grad, np.sqrt(sum_sq_grad)])
+        # coef is current on entry (every pass ends with finalize).
         self.last_step = np.full(coef.shape[0], t, dtype=np.int64)
 
     cdef void finalize(self) noexcept nogil:
-        """Bring every weight up to step t (O(n_features), once per call).
-
-        Called inside a pass, while sum_sq_grad holds the roots."""
+        """Bring every weight up to step t (O(n_features), once per pass)."""
         cdef Py_ssize_t j
         cdef Hyper h = self.hyper
         cdef double t = <double> self.t
         for j in range(self.coef.shape[0]):
             if h.update == DUAL_AVERAGING:
-                self.coef[j] = da_weight(self.sum_grad[j], self.sum_sq_grad[j], t, h)
+                self.coef[j] = da_weight(self.acc[j, 0], self.acc[j, 1], t, h)
             elif h.update == MIRROR_DESCENT:
-                self.coef[j] = md_idle_steps(self.coef[j], self.sum_sq_grad[j],
+                self.coef[j] = md_idle_steps(self.coef[j], self.acc[j, 1],
                                              self.t - self.last_step[j], h)
                 self.last_step[j] = self.t
             else:
-                self.coef[j] = ftrl_weight(self.sum_grad[j], self.sum_sq_grad[j], h)
+                self.coef[j] = ftrl_weight(self.acc[j, 0], self.acc[j, 1], h)
+
+    cdef void store(self) noexcept nogil:
+        """Write the accumulators back to the caller's arrays."""
+        cdef Py_ssize_t j
+        for j in range(self.coef.shape[0]):
+            self.sum_grad[j] = self.acc[j, 0]
+            self.sum_sq_grad[j] = self.acc[j, 1] * self.acc[j, 1]
 
 
 # ----------------------------------------------------------------------
 # One row: its margin with every weight brought up to step t, and its update.
-# Each update rule has its own pair of loops so that the inner loops carry no
-# branch on the rule.  Entries equal to zero (the zeros of a dense row) are
-# skipped: their gradient is zero, so a dense row and its CSR form take
-# exactly the same arithmetic.
+# ``acc`` points at the interleaved pairs: acc[2j] = u_j (z_j for FTRL),
+# acc[2j + 1] = sqrt(ssq_j).  Each update rule has its own pair of loops so
+# that the inner loops carry no branch on the rule.  Entries equal to zero
+# (the zeros of a dense row) are skipped: their gradient is zero, so a dense
+# row and its CSR form take exactly the same arithmetic.
 
 cdef inline double da_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                             const double* u, const double* root, double t,
-                             Hyper h) noexcept nogil:
+                             const double* acc, double t, Hyper h) noexcept nogil:
     # Dual averaging: weights are closed forms of (u, root, t); none is stored.
-    cdef Py_ssize_t k
+    cdef Py_ssize_t k, j
     cdef double p = 0.0
     for k in range(nnz):
-        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+        if x[k] == 0.0:
             continue
-        p += da_weight(u[idx[k]], root[idx[k]], t, h) * x[k]
+        j = 2 * idx[k]
+        p += da_weight(acc[j], acc[j + 1], t, h) * x[k]
     return p
 
 
 cdef inline void da_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                           double d, double* u, double* root) noexcept nogil:
+                           double d, double* acc) noexcept nogil:
     cdef Py_ssize_t k, j
     cdef double g
     for k in range(nnz):
-        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+        if x[k] == 0.0:
             continue
-        j = idx[k]
+        j = 2 * idx[k]
         g = d * x[k]
-        u[j] += g
-        root[j] = sqrt(root[j] * root[j] + g * g)
+        acc[j] += g
+        acc[j + 1] = sqrt(acc[j + 1] * acc[j + 1] + g * g)
 
 
 cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                             double* w, const double* root, int64_t* last,
+                             double* w, const double* acc, int64_t* last,
                              int64_t t, Hyper h) noexcept nogil:
     # Mirror descent: catch each weight up over its idle steps, store it.
     cdef Py_ssize_t k, j
     cdef double p = 0.0
     for k in range(nnz):
-        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+        if x[k] == 0.0:
             continue
         j = idx[k]
-        w[j] = md_idle_steps(w[j], root[j], t - last[j], h)
+        w[j] = md_idle_steps(w[j], acc[2 * j + 1], t - last[j], h)
         last[j] = t
         p += w[j] * x[k]
     return p
 
 
 cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                           double d, double* w, double* u, double* root,
-                           int64_t* last, int64_t t, Hyper h) noexcept nogil:
+                           double d, double* w, double* acc, int64_t* last,
+                           int64_t t, Hyper h) noexcept nogil:
     # The step number t is the one being taken (weights were current at t-1).
     cdef Py_ssize_t k, j
     cdef double g, H
     for k in range(nnz):
-        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+        if x[k] == 0.0:
             continue
         j = idx[k]
         g = d * x[k]
-        u[j] += g
-        root[j] = sqrt(root[j] * root[j] + g * g)
-        H = h.delta + root[j]
+        acc[2 * j] += g
+        acc[2 * j + 1] = sqrt(acc[2 * j + 1] * acc[2 * j + 1] + g * g)
+        H = h.delta + acc[2 * j + 1]
         if H > 0.0:  # H == 0 only for a zero weight that has never moved
             w[j] = md_prox(w[j] - h.eta * g / H, H, h)
             last[j] = t
 
 
 cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                               double* w, const double* z, const double* root,
-                               Hyper h) noexcept nogil:
+                               double* w, const double* acc, Hyper h) noexcept nogil:
     # FTRL-Proximal: weights are closed forms of (z, root); stored because the
     # update needs them.
     cdef Py_ssize_t k, j
     cdef double p = 0.0
     for k in range(nnz):
-        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+        if x[k] == 0.0:
             continue
         j = idx[k]
-        w[j] = ftrl_weight(z[j], root[j], h)
+        w[j] = ftrl_weight(acc[2 * j], acc[2 * j + 1], h)
         p += w[j] * x[k]
     return p
 
 
 cdef inline void ftrl_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                             double d, const double* w, double* z, double* root,
+                             double d, const double* w, double* acc,
                              Hyper h) noexcept nogil:
     cdef Py_ssize_t k, j
-    cdef double g, new_root
+    cdef double g, root, new_root
     for k in range(nnz):
-        if x[k] == 0.0:  # stored zeros of dense rows: nothing to do
+        if x[k] == 0.0:
             continue
         j = idx[k]
         g = d * x[k]
-        new_root = sqrt(root[j] * root[j] + g * g)
-        # sigma_j = (new_root - root) / eta, McMahan's per-coordinate rate change
-        z[j] += g - (new_root - root[j]) / h.eta * w[j]
-        root[j] = new_root
+        root = acc[2 * j + 1]
+        new_root = sqrt(root * root + g * g)
+        # McMahan's sigma_j = (new_root - root) / eta
+        acc[2 * j] += g - (new_root - root) / h.eta * w[j]
+        acc[2 * j + 1] = new_root
 
 
 def run_epoch(AdaGradProblem problem,
@@ -304,8 +302,7 @@ def run_epoch(AdaGradProblem problem,
     cdef bint fit_intercept = problem.fit_intercept
     cdef Py_ssize_t n_features = problem.coef.shape[0]
     cdef double* w = &problem.coef[0]
-    cdef double* u = &problem.sum_grad[0]
-    cdef double* root = &problem.sum_sq_grad[0]  # roots during the pass
+    cdef double* acc = &problem.acc[0, 0]
     cdef int64_t* last = &problem.last_step[0]
     cdef double b = problem.intercept
     cdef double u_b = problem.intercept_sum_grad
@@ -326,7 +323,6 @@ def run_epoch(AdaGradProblem problem,
         indices = &X_indices[0]
 
     with nogil:
-        to_roots(root, n_features)
         for s in range(order.shape[0]):
             i = order[s]
             sw = sample_weight[i]
@@ -337,11 +333,11 @@ def run_epoch(AdaGradProblem problem,
 
             # Predict with the weights of step t ...
             if h.update == DUAL_AVERAGING:
-                p = b + da_margin(x, idx, nnz, u, root, <double> t, h)
+                p = b + da_margin(x, idx, nnz, acc, <double> t, h)
             elif h.update == MIRROR_DESCENT:
-                p = b + md_margin(x, idx, nnz, w, root, last, t, h)
+                p = b + md_margin(x, idx, nnz, w, acc, last, t, h)
             else:
-                p = b + ftrl_margin(x, idx, nnz, w, u, root, h)
+                p = b + ftrl_margin(x, idx, nnz, w, acc, h)
             sum_loss += sw * loss.loss(yi, p)
             sum_weight += sw
 
@@ -354,11 +350,11 @@ def run_epoch(AdaGradProblem problem,
                 # form covers this step when the features are next read.
                 continue
             if h.update == DUAL_AVERAGING:
-                da_update(x, idx, nnz, d, u, root)
+                da_update(x, idx, nnz, d, acc)
             elif h.update == MIRROR_DESCENT:
-                md_update(x, idx, nnz, d, w, u, root, last, t, h)
+                md_update(x, idx, nnz, d, w, acc, last, t, h)
             else:
-                ftrl_update(x, idx, nnz, d, w, u, root, h)
+                ftrl_update(x, idx, nnz, d, w, acc, h)
 
             if fit_intercept:
                 if h.update == FTRL_PROXIMAL:
@@ -376,7 +372,7 @@ def run_epoch(AdaGradProblem problem,
 
         problem.t = t
         problem.finalize()
-        from_roots(root, n_features)
+        problem.store()
 
     problem.intercept = b
     problem.intercept_sum_grad = u_b

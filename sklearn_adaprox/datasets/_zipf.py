@@ -165,11 +165,17 @@ def _draws_per_row(p, nnz_per_row, zipf_exponent):
     return lo
 
 
-def _make_coef(n_features, n_informative, zipf_exponent, rng):
+# An informative feature is drawn among the features expected to occur at
+# least this many times: rare, yet learnable from the sample.
+_MIN_EXPECTED_COUNT = 10
+
+
+def _make_coef(n_features, n_informative, n_candidates, zipf_exponent, rng):
     """Hidden weights: non-zero on n_informative features chosen uniformly at
-    random among the ranks, magnitude proportional to 1 / sqrt(p_j) (times a
-    random factor in [0.5, 1.5)) and a random sign; unit l2 norm."""
-    informative = np.sort(rng.choice(n_features, n_informative, replace=False))
+    random among the n_candidates most frequent ranks, magnitude proportional
+    to 1 / sqrt(p_j) (times a random factor in [0.5, 1.5)) and a random sign;
+    unit l2 norm."""
+    informative = np.sort(rng.choice(n_candidates, n_informative, replace=False))
     signs = np.where(rng.random_sample(n_informative) < 0.5, -1.0, 1.0)
     magnitudes = rng.uniform(0.5, 1.5, size=n_informative)
     # 1 / sqrt(p_j) is proportional to (j + 1) ** (zipf_exponent / 2); work in
@@ -212,7 +218,9 @@ def make_sparse_zipf(
 
     The labels come from a hidden sparse weight vector ``coef`` whose
     ``n_informative`` non-zero features are chosen uniformly at random among
-    the frequency ranks, so most informative features are rare.  Their
+    the features expected to occur at least 10 times in the ``n_samples``
+    rows, so most informative features are rare but each is seen often
+    enough to be learnt.  Their
     magnitudes grow with rarity (proportional to ``1 / sqrt(p_j)`` times a
     random factor in [0.5, 1.5), random sign, unit l2 norm overall) so that a
     rare feature moves the margin about as much as a frequent one.  With
@@ -242,7 +250,8 @@ def make_sparse_zipf(
     n_informative : int or None, default=None
         Number of non-zero entries of the hidden ``coef``,
         ``1 <= n_informative <= n_features``.  None means 10% of the features
-        (at least 1).
+        (at least 1), or all the features expected to occur at least 10 times
+        if they are fewer.
     positive_fraction : float, default=0.5
         Fraction of samples of class 1, in (0, 1).  Exactly
         ``round(positive_fraction * n_samples)`` samples are positive (at
@@ -262,10 +271,11 @@ def make_sparse_zipf(
         computed in float64).
     random_state : int, RandomState instance or None, default=None
         Seed or random number generator, for reproducible output.  ``coef``
-        is drawn first and rows are drawn one after the other, so with the
-        same seed and the same other parameters, the rows of a smaller
-        ``n_samples`` are a prefix of those of a larger one (the labels,
-        which depend on the margin quantile, may differ).
+        is drawn from its own stream and rows are drawn one after the other,
+        so with the same seed and the same other parameters, the rows of a
+        smaller ``n_samples`` are a prefix of those of a larger one (the
+        labels, which depend on ``coef`` and the margin quantile, may
+        differ).
     return_coef : bool, default=False
         Also return the hidden weight vector.
 
@@ -319,9 +329,7 @@ def make_sparse_zipf(
         )
     zipf_exponent = _check_real(zipf_exponent, "zipf_exponent", low=0.0, high=np.inf)
     n_informative = _check_int(n_informative, "n_informative", allow_none=True)
-    if n_informative is None:
-        n_informative = max(1, n_features // 10)
-    elif n_informative > n_features:
+    if n_informative is not None and n_informative > n_features:
         raise ValueError(
             f"n_informative must be <= n_features, got n_informative="
             f"{n_informative} > n_features={n_features}."
@@ -338,13 +346,22 @@ def make_sparse_zipf(
     dtype = _check_float_dtype(dtype)
     rng = check_random_state(random_state)
 
-    # Hidden weights first: they do not depend on n_samples.
-    coef = _make_coef(n_features, n_informative, zipf_exponent, rng)
+    # The hidden weights get their own random stream, so that the rows drawn
+    # below do not depend on n_samples (a smaller sample is a prefix).
+    coef_rng = np.random.RandomState(rng.randint(np.iinfo(np.int32).max))
 
     p, cdf = _zipf_probabilities(n_features, zipf_exponent)
     guide, n_buckets = _guide_table(cdf)
     n_draws = _draws_per_row(p, nnz_per_row, zipf_exponent)
-    del p
+    # Candidates for informative features: those expected in at least
+    # _MIN_EXPECTED_COUNT rows (p is decreasing in the rank).
+    expected_count = n_samples * n_draws * p
+    n_candidates = max(1, int(np.count_nonzero(expected_count >= _MIN_EXPECTED_COUNT)))
+    if n_informative is None:
+        n_informative = min(max(1, n_features // 10), n_candidates)
+    n_candidates = max(n_candidates, n_informative)
+    coef = _make_coef(n_features, n_informative, n_candidates, zipf_exponent, coef_rng)
+    del p, expected_count
 
     rows_per_chunk = max(1, _CHUNK_DRAWS // n_draws)
     data_chunks, index_chunks = [], []
