@@ -1,0 +1,379 @@
+"""Benchmark: RDA+ against plain RDA, SGDClassifier(l1) and LIBLINEAR.
+
+Part A -- time to optimality, side by side in one run
+------------------------------------------------------
+For each data set and each ``alpha = f * alpha_max`` (``--fractions``) of
+the l1-logistic objective ``(1/N) sum log(1 + exp(-y (<w, x> + b))) +
+alpha ||w||_1`` (intercept not penalised; ``alpha_max`` is the smallest
+alpha with ``w* = 0``):
+
+* ``RDA+``: ``RDAPlusClassifier(alpha, gamma, tol=1e-4).fit`` -- wall time
+  until its ``delta <= 1e-4`` (best of ``--repeat`` runs), the ``delta``
+  reached and the non-zeros;
+* ``LIBLINEAR``: scikit-learn's ``LogisticRegression(solver="liblinear",
+  penalty="l1", C=1 / (N alpha), intercept_scaling=1e4)`` -- liblinear
+  penalises its intercept as a feature of value ``intercept_scaling``, so
+  the penalty on ``b`` is ``alpha |b| / 1e4``, negligible.  Its own ``tol``
+  is not ``delta``: it is run with ``tol = 1e-1, 1e-2, ...`` and the time of
+  the loosest ``tol`` whose solution has ``delta <= 1e-4`` is reported (best
+  of ``--repeat``; ``random_state=0``: liblinear's coordinate order changes
+  its time a lot -- on a9a at 0.05 alpha_max and tol 1e-10, 0.26 s to 14 s
+  over four seeds);
+* ``RDA``: plain RDA (the Cython kernel of RDA+, no local phase, the same
+  ``gamma``), shuffled epochs until RDA+'s time is spent (at least one);
+* ``SGD``: ``SGDClassifier(loss="log_loss", penalty="l1", alpha)`` by
+  ``partial_fit`` on shuffled copies, epochs until RDA+'s time is spent.
+
+``delta`` is Lee & Wright's optimality measure (their eq. 52), computed the
+same way for every solver.  ``same supp``: RDA+'s sign pattern equals
+LIBLINEAR's.  Targets: RDA+ within 2x LIBLINEAR's time (``RDA+/LIB <= 2``),
+and far below RDA's and SGD's ``delta``.
+
+Data: ionosphere, spambase (standardised), a9a (train split, binary CSR)
+from ``../shared/data`` (``--data-dir``) and scikit-learn's digits 6 vs 7
+(pixels / 16).
+
+Part B -- Lee & Wright's Table 1 protocol
+-----------------------------------------
+On glass (window vs non-window), ionosphere, arrhythmia (class 1 vs rest),
+spambase and page-blocks (class 1 vs rest), standardised, at three ``lambda``
+log-spaced in ``[0.3, 0.9] lambda_max``: the reference solution ``w*`` is
+RDA+ run to ``delta <= 1e-9`` (the paper: LPS to 1e-6).  Plain RDA (gamma
+``--gamma``) then runs from ``w = 0`` with a fresh random permutation for
+every sweep, and the kernel's identification hook records the first
+iteration at which the iterate is a "2x superset" of ``w*``'s manifold
+(``w*``'s signs on its support, at most twice its non-zeros) and the first at
+which it has exactly ``w*``'s sign pattern.  Median and standard deviation
+over ``--shuffles`` runs (paper: 100), runs capped at ``--max-epochs``
+sweeps (a capped run counts as the cap), and the median ``delta`` at the
+moment of identification; the paper's numbers are printed beside ours.  The
+paper does not give its ``gamma`` or feature scaling for this table, so the
+counts are comparable in shape, not in value.
+
+How to run (from the repository root, the package built)::
+
+    python benchmarks/bench_rdaplus.py                 # both parts
+    python benchmarks/bench_rdaplus.py --part A --repeat 3
+    python benchmarks/bench_rdaplus.py --part B --shuffles 100
+
+Only NumPy, SciPy, scikit-learn and sklearn_adaprox are used.  BLAS is
+limited to one thread for every solver (the machine is shared).
+"""
+import argparse
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+import sklearn
+from scipy.special import expit
+from sklearn.datasets import load_digits, load_svmlight_file
+from sklearn.linear_model import LogisticRegression, SGDClassifier
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from sklearn_adaprox import RDAPlusClassifier
+from sklearn_adaprox._dataset import as_row_arrays
+from sklearn_adaprox._loss import Log
+from sklearn_adaprox._rda_fast import NEVER, RDAProblem, run_epoch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+TOL = 1e-4
+
+# Lee & Wright (2012), Table 1: (lambda, 2x superset median (std), optimal
+# median (std), delta at identification, nnz of w*)
+PAPER_TABLE_1 = {
+    "glass": [(0.29, "14 (25)", "20 (27)", 0.068, 1), (0.17, "13 (10)", "116 (428)", 0.063, 2),
+              (0.10, "13 (11)", "28392 (6907)", 0.016, 3)],
+    "ionosphere": [(0.22, "38 (84)", "122 (95)", 0.015, 2), (0.13, "44 (28)", "30812 (15575)", 0.008, 3),
+                   (0.07, "86 (41)", "404 (150)", 0.019, 5)],
+    "arrhythmia": [(0.15, "192 (110)", "304 (141)", 0.001, 2), (0.09, "272 (88)", "2036 (1076)", 0.002, 8),
+                   (0.05, "447 (195)", "27750 (4590)", 0.001, 13)],
+    "spambase": [(0.17, "137 (219)", "357 (325)", 0.006, 1), (0.10, "722 (2495)", "4340 (3097)", 0.004, 8),
+                 (0.06, "812 (1247)", "4680 (2209)", 0.004, 17)],
+    "page-blocks": [(0.11, "26 (326)", "58 (395)", 0.063, 1), (0.07, "182 (941)", "524 (1233)", 0.040, 3),
+                    (0.04, "103 (913)", "461 (1232)", 0.040, 4)],
+}
+
+
+# ----------------------------------------------------------------------
+# data
+def _svm(data_dir, name, n_features):
+    X, y = load_svmlight_file(str(data_dir / name), n_features=n_features,
+                              zero_based=False)
+    return X, y
+
+
+def _dense_scaled(X):
+    return np.ascontiguousarray(StandardScaler().fit_transform(X.toarray()))
+
+
+def _int32_csr(X):
+    X = sp.csr_matrix(X, dtype=np.float64)
+    return sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+                         shape=X.shape)
+
+
+def load_part_a(data_dir):
+    sets = {}
+    X, y = _svm(data_dir, "ionosphere.svm.gz", 34)
+    sets["ionosphere"] = (_dense_scaled(X), y)
+    X, y = _svm(data_dir, "spambase.svm.gz", 57)
+    sets["spambase"] = (_dense_scaled(X), y)
+    X, y = _svm(data_dir, "a9a.svm.gz", 123)
+    sets["a9a"] = (_int32_csr(X), y)
+    d = load_digits()
+    keep = np.isin(d.target, [6, 7])
+    sets["digits 6v7"] = (np.ascontiguousarray(d.data[keep] / 16.0),
+                          np.where(d.target[keep] == 7, 1.0, -1.0))
+    return sets
+
+
+def load_part_b(data_dir):
+    sets = {}
+    X, y = _svm(data_dir, "glass.svm.gz", 9)
+    sets["glass"] = (_dense_scaled(X), np.where(y <= 4, 1.0, -1.0))  # window
+    X, y = _svm(data_dir, "ionosphere.svm.gz", 34)
+    sets["ionosphere"] = (_dense_scaled(X), y)
+    X, y = _svm(data_dir, "arrhythmia.svm.gz", 279)
+    sets["arrhythmia"] = (_dense_scaled(X), np.where(y == 1, 1.0, -1.0))
+    X, y = _svm(data_dir, "spambase.svm.gz", 57)
+    sets["spambase"] = (_dense_scaled(X), y)
+    X, y = _svm(data_dir, "page-blocks.svm.gz", 10)
+    sets["page-blocks"] = (_dense_scaled(X), np.where(y == 1, 1.0, -1.0))
+    return sets
+
+
+# ----------------------------------------------------------------------
+# the objective, written out once for every solver
+def gradient(X, yp, w, b):
+    dl = -yp * expit(-yp * (X @ w + b)) / X.shape[0]
+    return np.asarray(X.T @ dl).ravel(), dl.sum()
+
+
+def delta(X, yp, w, b, lam):
+    g, g_b = gradient(X, yp, w, b)
+    r = np.where(w != 0, g + lam * np.sign(w), np.sign(g) * np.maximum(np.abs(g) - lam, 0))
+    return np.sqrt((r @ r + g_b**2) / (w.shape[0] + 1))
+
+
+def alpha_max(X, yp):
+    p = np.mean(yp > 0)
+    g, _ = gradient(X, yp, np.zeros(X.shape[1]), np.log(p / (1 - p)))
+    return np.abs(g).max()
+
+
+# ----------------------------------------------------------------------
+# part A
+def time_rdaplus(X, y, alpha, gamma, repeat):
+    best, model = np.inf, None
+    for seed in range(repeat):
+        clf = RDAPlusClassifier(alpha=alpha, gamma=gamma, tol=TOL, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            clf.fit(X, y)
+            elapsed = time.perf_counter() - t0
+        if elapsed < best:
+            best, model = elapsed, clf
+    return best, model
+
+
+def time_liblinear(X, y, yp, alpha, repeat):
+    for tol in 10.0 ** -np.arange(1, 11):
+        clf = LogisticRegression(penalty="l1", C=1.0 / (X.shape[0] * alpha),
+                                 solver="liblinear", tol=tol, intercept_scaling=1e4,
+                                 max_iter=100_000, random_state=0)
+        best = np.inf
+        for _ in range(repeat):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t0 = time.perf_counter()
+                clf.fit(X, y)
+                best = min(best, time.perf_counter() - t0)
+        d = delta(X, yp, clf.coef_[0], clf.intercept_[0], alpha)
+        if d <= TOL:
+            return best, clf, tol, d
+    return best, clf, tol, d
+
+
+def run_rda_for(X, yp, alpha, gamma, budget, seed=0):
+    """Plain RDA (the kernel alone) for shuffled epochs until ``budget`` s."""
+    rows = as_row_arrays(X)
+    sw = np.ones(X.shape[0])
+    u = np.zeros(X.shape[1])
+    problem = RDAProblem(Log(), gamma, alpha, True, u, 0.0, 0, 0)
+    rng = np.random.RandomState(seed)
+    spent, epochs = 0.0, 0
+    while epochs == 0 or spent < budget:
+        order = rng.permutation(X.shape[0]).astype(np.int64)
+        t0 = time.perf_counter()
+        run_epoch(problem, *rows, yp, sw, order, 0, NEVER, 1 << 62)
+        spent += time.perf_counter() - t0
+        epochs += 1
+    w = np.zeros(X.shape[1])
+    b = problem.weights(w)
+    return w, b, epochs, spent
+
+
+def run_sgd_for(X, y, alpha, budget, seed=0):
+    rng = np.random.RandomState(seed)
+    copies = []
+    for _ in range(4):  # shuffled copies, prepared outside the clock
+        p = rng.permutation(X.shape[0])
+        copies.append((X[p], y[p]))
+    sgd = SGDClassifier(loss="log_loss", penalty="l1", alpha=alpha, random_state=seed)
+    spent, epochs = 0.0, 0
+    while epochs == 0 or spent < budget:
+        Xs, ys = copies[epochs % len(copies)]
+        t0 = time.perf_counter()
+        sgd.partial_fit(Xs, ys, classes=[-1.0, 1.0])
+        spent += time.perf_counter() - t0
+        epochs += 1
+    return sgd.coef_[0], sgd.intercept_[0], epochs, spent
+
+
+def part_a(data_dir, fractions, gamma, repeat):
+    print("== Part A: time to delta <= 1e-4 (RDA+, LIBLINEAR); RDA and SGD after "
+          "RDA+'s time ==\n")
+    header = ("data", "a/amax", "RDA+ s", "RDA+ delta", "nnz", "LIB s", "LIB tol",
+              "LIB delta", "nnz", "RDA+/LIB", "same supp", "RDA delta", "nnz", "ep",
+              "SGD delta", "nnz", "ep")
+    rows = []
+    for name, (X, y) in load_part_a(data_dir).items():
+        yp = np.where(y > 0, 1.0, -1.0)
+        a_max = alpha_max(X, yp)
+        for frac in fractions:
+            alpha = frac * a_max
+            t_plus, plus = time_rdaplus(X, y, alpha, gamma, repeat)
+            d_plus = delta(X, yp, plus.coef_[0], plus.intercept_[0], alpha)
+            t_lib, lib, lib_tol, d_lib = time_liblinear(X, y, yp, alpha, repeat)
+            w, b, ep_rda, _ = run_rda_for(X, yp, alpha, gamma, t_plus)
+            d_rda = delta(X, yp, w, b, alpha)
+            ws, bs, ep_sgd, _ = run_sgd_for(X, y, alpha, t_plus)
+            d_sgd = delta(X, yp, ws, bs, alpha)
+            rows.append((
+                f"{name} ({X.shape[0]}x{X.shape[1]})", f"{frac:g}", f"{t_plus:.4f}",
+                f"{d_plus:.1e}", str(np.count_nonzero(plus.coef_)), f"{t_lib:.4f}",
+                f"{lib_tol:.0e}", f"{d_lib:.1e}", str(np.count_nonzero(lib.coef_)),
+                f"{t_plus / t_lib:.2f}",
+                "yes" if np.array_equal(np.sign(plus.coef_), np.sign(lib.coef_)) else "no",
+                f"{d_rda:.1e}", str(np.count_nonzero(w)), str(ep_rda),
+                f"{d_sgd:.1e}", str(np.count_nonzero(ws)), str(ep_sgd),
+            ))
+            print(_format([header] + rows[-1:], header_rule=False).splitlines()[-1], flush=True)
+    print()
+    print(_format([header] + rows))
+    ratios = [float(r[9]) for r in rows]
+    print(f"\nRDA+/LIBLINEAR time: median {np.median(ratios):.2f}, max {max(ratios):.2f}; "
+          f"within 2x in {sum(r <= 2 for r in ratios)}/{len(ratios)} cases.")
+    print("(same supp = no: where a9a's solution set is not a point, see "
+          "doc/rda_plus.md; compare the delta columns)")
+    return rows
+
+
+# ----------------------------------------------------------------------
+# part B
+def identification_runs(X, yp, lam, gamma, target, shuffles, max_epochs):
+    rows = as_row_arrays(X)
+    sw = np.ones(X.shape[0])
+    n = X.shape[0]
+    superset, optimal, deltas = [], [], []
+    for s in range(shuffles):
+        rng = np.random.RandomState(s)
+        u = np.zeros(X.shape[1])
+        problem = RDAProblem(Log(), gamma, lam, True, u, 0.0, 0, 0)
+        hits = np.full(2, -1, dtype=np.int64)
+        for _ in range(max_epochs):
+            order = rng.permutation(n).astype(np.int64)
+            run_epoch(problem, *rows, yp, sw, order, 0, NEVER, 1 << 62, None,
+                      target, hits)
+            if hits[0] >= 0 and hits[1] >= 0:
+                break
+        cap = max_epochs * n
+        superset.append(hits[0] if hits[0] >= 0 else cap)
+        optimal.append(hits[1] if hits[1] >= 0 else cap)
+        if hits[1] >= 0:  # the kernel stopped at the identification
+            w = np.zeros(X.shape[1])
+            b = problem.weights(w)
+            deltas.append(delta(X, yp, w, b, lam))
+    return np.array(superset), np.array(optimal), np.array(deltas)
+
+
+def part_b(data_dir, gamma, shuffles, max_epochs):
+    print(f"== Part B: Lee & Wright Table 1 protocol (plain RDA, gamma={gamma}, "
+          f"{shuffles} shuffles, cap {max_epochs} sweeps) ==\n")
+    header = ("data (m x n)", "lam/lmax", "lam", "2x superset", "optimal M", "delta",
+              "nnz w*", "| paper lam", "2x superset", "optimal M", "delta", "nnz")
+    rows = []
+    for name, (X, y) in load_part_b(data_dir).items():
+        yp = np.where(y > 0, 1.0, -1.0)
+        l_max = alpha_max(X, yp)
+        for i, frac in enumerate(np.exp(np.linspace(np.log(0.9), np.log(0.3), 3))):
+            lam = frac * l_max
+            ref = RDAPlusClassifier(alpha=lam, tol=1e-9, random_state=0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ref.fit(X, y)
+            d_ref = delta(X, yp, ref.coef_[0], ref.intercept_[0], lam)
+            target = np.sign(ref.coef_[0]).astype(np.int8)
+            sup, opt, dl = identification_runs(X, yp, lam, gamma, target, shuffles,
+                                               max_epochs)
+            cap = max_epochs * X.shape[0]
+            capped = int(np.sum(opt >= cap))
+            paper = PAPER_TABLE_1[name][i]
+            rows.append((
+                f"{name} ({X.shape[0]}x{X.shape[1] + 1})", f"{frac:.2f}", f"{lam:.3f}",
+                f"{np.median(sup):.0f} ({np.std(sup):.0f})",
+                f"{np.median(opt):.0f} ({np.std(opt):.0f})" + (f" [{capped} capped]" if capped else ""),
+                f"{np.median(dl):.3f}" if dl.size else "-",
+                f"{np.count_nonzero(target)}" + ("" if d_ref <= 1e-6 else f" (d={d_ref:.0e})"),
+                f"| {paper[0]:.2f}", paper[1], paper[2], f"{paper[3]:.3f}", str(paper[4]),
+            ))
+            print(_format([header] + rows[-1:], header_rule=False).splitlines()[-1], flush=True)
+    print()
+    print(_format([header] + rows))
+    return rows
+
+
+def _format(rows, header_rule=True):
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    out = []
+    for i, r in enumerate(rows):
+        out.append("  ".join([r[0].ljust(widths[0])] +
+                             [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
+        if i == 0 and header_rule:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--part", choices=["A", "B", "both"], default="both")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--fractions", default="0.05,0.3,0.9",
+                        help="alpha / alpha_max values of part A")
+    parser.add_argument("--gamma", type=float, default=1.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--shuffles", type=int, default=100)
+    parser.add_argument("--max-epochs", type=int, default=300)
+    args = parser.parse_args(argv)
+    print(f"python {platform.python_version()}, numpy {np.__version__}, scipy "
+          f"{scipy.__version__}, scikit-learn {sklearn.__version__}; BLAS 1 thread\n")
+    start = time.perf_counter()
+    with threadpool_limits(limits=1, user_api="blas"):
+        if args.part in ("A", "both"):
+            part_a(args.data_dir, [float(f) for f in args.fractions.split(",")],
+                   args.gamma, args.repeat)
+            print()
+        if args.part in ("B", "both"):
+            part_b(args.data_dir, args.gamma, args.shuffles, args.max_epochs)
+    print(f"\ntotal run time {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,411 @@
+"""Regularised dual averaging kernel (Xiao 2010) with support tracking.
+
+This is the dual-averaging phase of RDA+ (Lee & Wright, "Manifold
+Identification in Dual Averaging for Regularized Stochastic Online Learning",
+JMLR 2012, Algorithm 2) for the l1-regularised logistic loss.  With the
+prox-function ``h(w) = ||w||^2`` and ``beta_t = gamma sqrt(t)``, the iterate
+after ``t`` steps is the closed form (section 5 of the paper)
+
+    w_i = (sqrt(t) / (2 gamma)) soft(-u_i / t, l1)
+        = -sign(u_i) (|u_i| - l1 t) / (2 gamma sqrt(t))   if |u_i| > l1 t, else 0,
+
+where ``u = t * g_bar`` is the running sum of the gradients.  The second form
+is the one computed: it is exactly zero if and only if ``|u_i| > l1 t`` is
+false in floating point, the very predicate the support is tracked with.  The
+intercept is one more coordinate (feature 1) that is not thresholded:
+``b = -u_b / (2 gamma sqrt(t))``.  ``w = 0`` before the first step.
+
+A weight is a function of ``(u_i, t)`` only, so nothing but ``u`` is stored and
+a step costs O(nnz of the row).
+
+Support tracking.  The sign pattern of the iterate changes in two ways: a
+coordinate of the row just seen moves (its ``u_i`` changed), or an untouched
+coordinate leaves the support because ``l1 t`` has grown past its fixed
+``|u_i|``.  The second kind happens at a step known in advance, the *exit
+step* ``T_i = min {T : not (|u_i| > l1 T)}``.  Every coordinate of the support
+sits in an indexed binary min-heap keyed by ``T_i``; a step updates the keys
+of the touched coordinates (O(log d) each) and pops the coordinates whose exit
+step has come.  A step therefore costs O(nnz log d), never O(d).  The kernel
+keeps the current pattern (``sign``), its size, and ``last_change``, the step
+after which the pattern last differed from the one before; the iterates after
+steps ``last_change, ..., t`` share one pattern, ``t - last_change + 1`` of
+them.
+"""
+import numpy as np
+
+from cython cimport floating
+from libc.math cimport ceil, copysign, fabs, sqrt
+from libc.stdint cimport INT64_MAX, int8_t, int64_t
+
+from ._dataset cimport get_row, index_t
+from ._loss cimport Loss
+
+# Exit step of a coordinate that never leaves the support (l1 == 0).
+NEVER = INT64_MAX
+
+
+cdef inline int64_t exit_step(double abs_u, double l1) noexcept nogil:
+    """Smallest integer T >= 0 with ``not (abs_u > l1 * T)`` in floating point."""
+    cdef double T
+    if not l1 > 0.0:
+        return INT64_MAX if abs_u > 0.0 else 0
+    T = ceil(abs_u / l1)
+    if T >= 4.0e18:
+        return INT64_MAX
+    # The division rounds; settle the boundary with the exact predicate.
+    while T > 0.0 and not (abs_u > l1 * (T - 1.0)):
+        T -= 1.0
+    while abs_u > l1 * T:
+        T += 1.0
+    return <int64_t> T
+
+
+cdef inline double rda_weight(double u, int64_t t, double l1, double gamma) noexcept nogil:
+    cdef double excess
+    if t <= 0 or u == 0.0:
+        return 0.0
+    excess = fabs(u) - l1 * <double> t
+    if not excess > 0.0:
+        return 0.0
+    return -copysign(excess / (2.0 * gamma * sqrt(<double> t)), u)
+
+
+cdef inline double rda_intercept(double u_b, int64_t t, double gamma) noexcept nogil:
+    if t <= 0:
+        return 0.0
+    return -u_b / (2.0 * gamma * sqrt(<double> t))
+
+
+# --- indexed binary min-heap of exit steps ---------------------------------
+cdef inline void heap_swap(int64_t* heap, int64_t* pos, Py_ssize_t a,
+                           Py_ssize_t b) noexcept nogil:
+    cdef int64_t ja = heap[a], jb = heap[b]
+    heap[a] = jb
+    heap[b] = ja
+    pos[jb] = a
+    pos[ja] = b
+
+
+cdef inline void sift_up(int64_t* heap, int64_t* pos, const int64_t* key,
+                         Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t parent
+    while i > 0:
+        parent = (i - 1) // 2
+        if key[heap[parent]] <= key[heap[i]]:
+            break
+        heap_swap(heap, pos, i, parent)
+        i = parent
+
+
+cdef inline void sift_down(int64_t* heap, int64_t* pos, const int64_t* key,
+                           Py_ssize_t i, Py_ssize_t size) noexcept nogil:
+    cdef Py_ssize_t left, smallest
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        smallest = left
+        if left + 1 < size and key[heap[left + 1]] < key[heap[left]]:
+            smallest = left + 1
+        if key[heap[i]] <= key[heap[smallest]]:
+            break
+        heap_swap(heap, pos, i, smallest)
+        i = smallest
+
+
+cdef class RDAProblem:
+    """State of one binary RDA problem for the length of one call.
+
+    Built from the estimator's fitted NumPy arrays: ``sum_grad`` is a view the
+    kernel updates in place; the intercept sum, ``t`` and ``last_change`` are
+    read back through the attributes.  The sign pattern and the heap are
+    rebuilt from ``(u, t)`` here (O(d log d), once per call) and are never
+    kept as fitted state.
+    """
+    cdef Loss loss
+    cdef double gamma
+    cdef double l1
+    cdef bint fit_intercept
+    cdef double[::1] sum_grad
+    cdef int8_t[::1] sign
+    cdef int64_t[::1] heap
+    cdef int64_t[::1] pos
+    cdef int64_t[::1] key
+    cdef Py_ssize_t heap_size
+    cdef public double intercept_sum_grad
+    cdef public int64_t t
+    cdef public int64_t last_change
+    cdef public int64_t support_size
+
+    def __init__(self, Loss loss, double gamma, double l1, bint fit_intercept,
+                 double[::1] sum_grad, double intercept_sum_grad, int64_t t,
+                 int64_t last_change):
+        cdef Py_ssize_t d = sum_grad.shape[0]
+        cdef Py_ssize_t j
+        cdef double au
+        self.loss = loss
+        self.gamma = gamma
+        self.l1 = l1
+        self.fit_intercept = fit_intercept
+        self.sum_grad = sum_grad
+        self.intercept_sum_grad = intercept_sum_grad
+        self.t = t
+        self.last_change = last_change
+        self.sign = np.zeros(d, dtype=np.int8)
+        self.heap = np.zeros(max(d, 1), dtype=np.int64)
+        self.pos = np.full(max(d, 1), -1, dtype=np.int64)
+        self.key = np.zeros(max(d, 1), dtype=np.int64)
+        self.heap_size = 0
+        self.support_size = 0
+        with nogil:
+            for j in range(d):
+                au = fabs(sum_grad[j])
+                if t > 0 and au > l1 * <double> t:
+                    self.sign[j] = 1 if sum_grad[j] < 0.0 else -1
+                    self.support_size += 1
+                    self.key[j] = exit_step(au, l1)
+                    self.heap[self.heap_size] = j
+                    self.pos[j] = self.heap_size
+                    self.heap_size += 1
+            for j in range(self.heap_size // 2 - 1, -1, -1):
+                sift_down(&self.heap[0], &self.pos[0], &self.key[0], j,
+                          self.heap_size)
+
+    cdef inline void set_key(self, Py_ssize_t j, int64_t k) noexcept nogil:
+        cdef int64_t* heap = &self.heap[0]
+        cdef int64_t* pos = &self.pos[0]
+        cdef int64_t* key = &self.key[0]
+        cdef int64_t old
+        cdef Py_ssize_t i
+        if pos[j] < 0:
+            key[j] = k
+            i = self.heap_size
+            heap[i] = j
+            pos[j] = i
+            self.heap_size += 1
+            sift_up(heap, pos, key, i)
+        else:
+            old = key[j]
+            key[j] = k
+            if k < old:
+                sift_up(heap, pos, key, pos[j])
+            elif k > old:
+                sift_down(heap, pos, key, pos[j], self.heap_size)
+
+    cdef inline void remove(self, Py_ssize_t j) noexcept nogil:
+        cdef int64_t* heap = &self.heap[0]
+        cdef int64_t* pos = &self.pos[0]
+        cdef int64_t* key = &self.key[0]
+        cdef Py_ssize_t i = pos[j]
+        cdef Py_ssize_t last = self.heap_size - 1
+        if i < 0:
+            return
+        cdef int64_t moved
+        if i != last:
+            heap_swap(heap, pos, i, last)
+        self.heap_size -= 1
+        pos[j] = -1
+        if i != last:
+            # the former last element now sits at i: restore the order
+            moved = heap[i]
+            sift_up(heap, pos, key, i)
+            sift_down(heap, pos, key, pos[moved], self.heap_size)
+
+    def weights(self, double[::1] coef):
+        """Write the iterate into ``coef`` (O(d)); return the intercept."""
+        cdef Py_ssize_t j
+        with nogil:
+            for j in range(coef.shape[0]):
+                coef[j] = rda_weight(self.sum_grad[j], self.t, self.l1, self.gamma)
+        if not self.fit_intercept:
+            return 0.0
+        return rda_intercept(self.intercept_sum_grad, self.t, self.gamma)
+
+    def signs(self):
+        """The tracked sign pattern (a copy): -1, 0 or +1 per feature."""
+        return np.asarray(self.sign).copy()
+
+    def heap_is_valid(self):
+        """Test hook: heap order, positions and keys are consistent."""
+        cdef Py_ssize_t i, j
+        for i in range(self.heap_size):
+            j = self.heap[i]
+            if self.pos[j] != i or self.sign[j] == 0:
+                return False
+            if i > 0 and self.key[self.heap[(i - 1) // 2]] > self.key[j]:
+                return False
+            if self.key[j] != exit_step(fabs(self.sum_grad[j]), self.l1):
+                return False
+        return self.heap_size == self.support_size
+
+
+def py_exit_step(double abs_u, double l1):
+    """Test hook for the exit step."""
+    return exit_step(abs_u, l1)
+
+
+def run_epoch(RDAProblem problem,
+              const floating[::1] X_data,
+              const index_t[::1] X_indices,
+              const index_t[::1] X_indptr,
+              bint is_dense,
+              const double[::1] y,
+              const double[::1] sample_weight,
+              const int64_t[::1] order,
+              Py_ssize_t start,
+              int64_t switch_from,
+              int64_t tau,
+              int64_t[:, ::1] trace=None,
+              const int8_t[::1] target=None,
+              int64_t[::1] hits=None):
+    """Predict-then-learn RDA steps over ``X[order[start:]]``; y in {-1, +1}.
+
+    Rows of zero weight are not steps.  After a step ``t`` with
+    ``t >= switch_from`` and ``t - last_change + 1 >= tau`` (``tau``
+    consecutive iterates on one sign pattern) the pass stops early: the
+    caller switches to the local phase and may resume at the returned
+    position.  ``trace`` (test hook, shape ``(len(order), 2)``): row ``s``
+    receives ``(support size, last_change)`` after the step on ``order[s]``.
+
+    ``target`` and ``hits`` (benchmark hook: manifold identification, Lee &
+    Wright's Table 1): ``target`` is a sign pattern with support ``M``;
+    ``hits[0]`` / ``hits[1]`` receive the first step ``t`` at which the
+    iterate is a "2x superset" (the signs of ``target`` on ``M``, at most
+    ``2 |M|`` non-zeros) / has exactly the pattern ``target`` (if not yet
+    set, i.e. negative); the pass stops once both are set.  The mismatch
+    count is kept up to date at each sign change, O(1).
+
+    Returns ``(sum of weight * loss before each step, sum of weights,
+    position after the last row processed, switched)``.
+    """
+    cdef Loss loss = problem.loss
+    cdef double gamma = problem.gamma
+    cdef double l1 = problem.l1
+    cdef bint fit_intercept = problem.fit_intercept
+    cdef Py_ssize_t n_features = problem.sum_grad.shape[0]
+    cdef double* u = &problem.sum_grad[0] if n_features > 0 else NULL
+    cdef int8_t* sign = &problem.sign[0] if n_features > 0 else NULL
+    cdef int64_t* heap = &problem.heap[0]
+    cdef int64_t* key = &problem.key[0]
+    cdef double u_b = problem.intercept_sum_grad
+    cdef int64_t t = problem.t
+    cdef int64_t last_change = problem.last_change
+    cdef int64_t size = problem.support_size
+    cdef bint have_trace = trace is not None
+    cdef bint have_target = target is not None
+    cdef const int8_t* tgt = NULL
+    cdef int64_t* hit = NULL
+    cdef int64_t mismatch = 0, target_size = 0
+    cdef int8_t old_sign
+
+    cdef const floating* data = NULL
+    cdef const index_t* indices = NULL
+    cdef const index_t* indptr = &X_indptr[0]
+    cdef const floating* row_data
+    cdef const index_t* row_indices
+    cdef Py_ssize_t s, i, k, j, nnz
+    cdef Py_ssize_t n_rows = order.shape[0]
+    cdef double sw, yi, p, d, g, au
+    cdef int8_t new_sign
+    cdef bint changed, switched = False
+    cdef double sum_loss = 0.0, sum_weight = 0.0
+
+    if have_target:
+        if target.shape[0] != n_features or hits is None or hits.shape[0] < 2:
+            raise ValueError("target needs n_features signs and hits 2 slots")
+        tgt = &target[0] if n_features > 0 else NULL
+        hit = &hits[0]
+        for j in range(n_features):
+            if tgt[j] != 0:
+                target_size += 1
+                if problem.sign[j] != tgt[j]:
+                    mismatch += 1
+
+    if X_data.shape[0] > 0:
+        data = &X_data[0]
+        indices = &X_indices[0]
+
+    with nogil:
+        s = start
+        while s < n_rows:
+            i = order[s]
+            s += 1
+            sw = sample_weight[i]
+            if sw == 0.0:
+                if have_trace:
+                    trace[s - 1, 0] = -1
+                    trace[s - 1, 1] = -1
+                continue
+            yi = y[i]
+            nnz = get_row(data, indices, indptr, is_dense, n_features, i,
+                          &row_data, &row_indices)
+
+            # predict with the iterate w_t (a closed form of u and t - 1)
+            p = rda_intercept(u_b, t, gamma) if fit_intercept else 0.0
+            for k in range(nnz):
+                p += rda_weight(u[row_indices[k]], t, l1, gamma) * row_data[k]
+            sum_loss += sw * loss.loss(yi, p)
+            sum_weight += sw
+            d = sw * loss.dloss(yi, p)
+            t += 1
+            changed = False
+
+            # touched coordinates: new sum, new sign, new exit step
+            if d != 0.0:
+                for k in range(nnz):
+                    g = d * row_data[k]
+                    if g == 0.0:
+                        continue
+                    j = row_indices[k]
+                    u[j] += g
+                    au = fabs(u[j])
+                    new_sign = 0
+                    if au > l1 * <double> t:
+                        new_sign = 1 if u[j] < 0.0 else -1
+                    if new_sign != sign[j]:
+                        changed = True
+                        if have_target and tgt[j] != 0:
+                            mismatch += (new_sign != tgt[j]) - (sign[j] != tgt[j])
+                        if sign[j] == 0:
+                            size += 1
+                        elif new_sign == 0:
+                            size -= 1
+                        sign[j] = new_sign
+                    if new_sign != 0:
+                        problem.set_key(j, exit_step(au, l1))
+                    else:
+                        problem.remove(j)
+                if fit_intercept:
+                    u_b += d
+
+            # untouched coordinates whose threshold l1 t has overtaken |u_j|
+            while problem.heap_size > 0 and key[heap[0]] <= t:
+                j = heap[0]
+                problem.remove(j)
+                if have_target and tgt[j] != 0:
+                    mismatch += (tgt[j] != 0) - (sign[j] != tgt[j])
+                sign[j] = 0
+                size -= 1
+                changed = True
+
+            if changed:
+                last_change = t
+            if have_trace:
+                trace[s - 1, 0] = size
+                trace[s - 1, 1] = last_change
+            if have_target and mismatch == 0:
+                if hit[0] < 0 and size <= 2 * target_size:
+                    hit[0] = t
+                if hit[1] < 0 and size == target_size:
+                    hit[1] = t
+                if hit[0] >= 0 and hit[1] >= 0:
+                    break
+            if t >= switch_from and t - last_change + 1 >= tau:
+                switched = True
+                break
+
+    problem.t = t
+    problem.last_change = last_change
+    problem.support_size = size
+    problem.intercept_sum_grad = u_b
+    return sum_loss, sum_weight, s, switched

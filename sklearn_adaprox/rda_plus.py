@@ -1,0 +1,984 @@
+"""RDAPlusClassifier: l1-logistic regression by RDA+ (Lee & Wright 2012).
+
+Dual averaging (the Cython kernel ``_rda_fast``) identifies the sparse
+support; a local phase of reduced Newton / reduced gradient steps on that
+support (vectorised NumPy/SciPy batch work, no per-sample loop) then solves
+the batch l1-logistic problem to a tight optimality.
+"""
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, lstsq
+from scipy.special import expit
+from sklearn.base import _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+from threadpoolctl import ThreadpoolController
+
+from ._base import BaseOnlineLinearClassifier
+from ._dataset import as_row_arrays
+from ._loss import Log
+from ._rda_fast import NEVER, RDAProblem, run_epoch
+
+# Cap on the iterations of one local phase (each is one Newton or one
+# reduced-gradient step with its line search).
+MAX_LOCAL_ITER = 200
+# Line search: Armijo constant and maximum number of halvings.
+ARMIJO = 1e-4
+MAX_HALVINGS = 50
+# Row blocks of the batch computations hold about this many float64 values,
+# so that float32 input is never converted as a whole.
+BLOCK_VALUES = 1 << 15
+
+
+_THREADPOOL_CONTROLLER = None
+
+
+def _single_threaded_blas():
+    """Context limiting BLAS to one thread (controller built once: finding
+    the BLAS libraries costs milliseconds)."""
+    global _THREADPOOL_CONTROLLER
+    if _THREADPOOL_CONTROLLER is None:
+        _THREADPOOL_CONTROLLER = ThreadpoolController()
+    return _THREADPOOL_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def _soft(x, a):
+    return np.sign(x) * np.maximum(np.abs(x) - a, 0.0)
+
+
+class _Surrogate:
+    """The batch surrogate ``f(w, b) = (1/N) sum_j s_j log(1 + exp(-y_j m_j))``.
+
+    ``N`` is the number of rows of non-zero weight (so that rows of weight 0
+    are the same as absent rows, as in the dual-averaging phase, whose
+    ``g_bar = u / t`` averages over the steps taken).  X is read in row
+    blocks: float32 input is converted one block at a time, never whole.
+    """
+
+    def __init__(self, X, y, sample_weight):
+        self.X = X
+        self.y = np.asarray(y, dtype=np.float64)
+        self.sw = np.asarray(sample_weight, dtype=np.float64)
+        self.n_samples, self.n_features = X.shape
+        self.N = max(int(np.count_nonzero(self.sw)), 1)
+        self.sparse = sp.issparse(X)
+        if self.sparse:
+            per_row = max(X.nnz / max(self.n_samples, 1), 1.0)
+        else:
+            per_row = max(self.n_features, 1)
+        self.block = max(int(BLOCK_VALUES // per_row), 1)
+        # full float64 operands need no blocks
+        self.whole = X.dtype == np.float64
+
+    def _blocks(self):
+        for lo in range(0, self.n_samples, self.block):
+            hi = min(lo + self.block, self.n_samples)
+            Xb = self.X[lo:hi]
+            yield lo, hi, (Xb if Xb.dtype == np.float64 else Xb.astype(np.float64))
+
+    def matvec(self, w):
+        if self.whole:
+            return np.asarray(self.X @ w).ravel()
+        out = np.empty(self.n_samples)
+        for lo, hi, Xb in self._blocks():
+            out[lo:hi] = Xb @ w
+        return out
+
+    def rmatvec(self, v):
+        if self.whole:
+            return np.asarray(self.X.T @ v).ravel()
+        out = np.zeros(self.n_features)
+        for lo, hi, Xb in self._blocks():
+            out += Xb.T @ v[lo:hi]
+        return out
+
+    def value(self, m):
+        return float(self.sw @ np.logaddexp(0.0, -self.y * m)) / self.N
+
+    def derivatives(self, m):
+        """(value, first and second derivatives of each row's term / N)."""
+        z = self.y * m
+        value = float(self.sw @ np.logaddexp(0.0, -z)) / self.N
+        dl = -self.y * expit(-z) * self.sw / self.N
+        dd = expit(z) * expit(-z) * self.sw / self.N
+        return value, dl, dd
+
+    def restrict(self, columns):
+        """The design restricted to ``columns`` as a float64 matrix (CSR for
+        CSR input), or None when that copy would be big: float32 input is
+        never copied beyond a quarter of its own size (products are then
+        taken block by block)."""
+        k = columns.shape[0]
+        if self.sparse:
+            counts = getattr(self, "_col_counts", None)
+            if counts is None:
+                # in pieces: bincount widens the indices to intp
+                counts = np.zeros(self.n_features, dtype=np.int64)
+                idx = self.X.indices
+                for lo in range(0, idx.shape[0], BLOCK_VALUES):
+                    counts += np.bincount(idx[lo:lo + BLOCK_VALUES],
+                                          minlength=self.n_features)
+                self._col_counts = counts
+            nbytes = 12 * int(counts[columns].sum())
+            x_bytes = self.X.data.nbytes
+        else:
+            nbytes = 8 * self.n_samples * k
+            x_bytes = self.X.nbytes
+        if not (self.whole or nbytes <= x_bytes // 4):
+            return None
+        XA = self.X[:, columns]
+        if XA.dtype != np.float64:
+            XA = XA.astype(np.float64)
+        if self.sparse:
+            return sp.csr_matrix(XA)
+        return np.ascontiguousarray(XA)
+
+    def objective(self, w, b, lam):
+        return self.value(self.matvec(w) + b) + lam * np.abs(w).sum()
+
+    def optimality(self, w, b, lam, fit_intercept, dl=None):
+        """delta(w) of Lee & Wright (52): ||r|| / sqrt(n), with the
+        minimum-norm subgradient residual ``r``; n counts the intercept."""
+        if dl is None:
+            _, dl, _ = self.derivatives(self.matvec(w) + b)
+        g = self.rmatvec(dl)
+        return _delta(g, dl.sum(), w, lam, fit_intercept)
+
+
+def _delta(g, g_b, w, lam, fit_intercept):
+    r = np.where(w != 0, g + lam * np.sign(w), _soft(g, lam))
+    sq = float(r @ r)
+    n = w.shape[0]
+    if fit_intercept:
+        sq += float(g_b) ** 2
+        n += 1
+    return np.sqrt(sq) / np.sqrt(max(n, 1))
+
+
+class _Restricted:
+    """Products with the columns ``A`` of X (materialised or blockwise)."""
+
+    def __init__(self, S, A):
+        self.S, self.A = S, A
+        self.XA = S.restrict(A) if A.shape[0] else None
+        self.empty = A.shape[0] == 0
+
+    def matvec(self, wA):
+        if self.empty:
+            return np.zeros(self.S.n_samples)
+        if self.XA is not None:
+            return np.asarray(self.XA @ wA).ravel()
+        out = np.empty(self.S.n_samples)
+        for lo, hi, Xb in self.S._blocks():
+            out[lo:hi] = Xb[:, self.A] @ wA
+        return out
+
+    def _gram(self, XF, dd):
+        """XF^T diag(dd) XF; CSR rows are densified a block at a time (BLAS
+        on small dense blocks beats a sparse-sparse product here)."""
+        if not sp.issparse(XF):
+            return XF.T @ (XF * dd[:, None])
+        k = XF.shape[1]
+        G = np.zeros((k, k))
+        block = max(BLOCK_VALUES // max(k, 1), 1)
+        for lo in range(0, XF.shape[0], block):
+            B = XF[lo:lo + block].toarray()
+            G += B.T @ (B * dd[lo:lo + block, None])
+        return G
+
+    def hessian(self, dd, F, fit_intercept):
+        """Hessian of f in the coordinates A[F] (and the intercept, last)."""
+        k = F.shape[0] + (1 if fit_intercept else 0)
+        H = np.zeros((k, k))
+        if self.XA is not None:
+            XF = self.XA[:, F]
+            H[: F.shape[0], : F.shape[0]] = self._gram(XF, dd)
+            if fit_intercept:
+                col = np.asarray(XF.T @ dd).ravel()
+        else:
+            cols = self.A[F]
+            col = np.zeros(F.shape[0])
+            for lo, hi, Xb in self.S._blocks():
+                XF = Xb[:, cols]
+                H[: F.shape[0], : F.shape[0]] += self._gram(XF, dd[lo:hi])
+                col += np.asarray(XF.T @ dd[lo:hi]).ravel()
+        if fit_intercept:
+            H[: F.shape[0], -1] = col
+            H[-1, : F.shape[0]] = col
+            H[-1, -1] = dd.sum()
+        return H
+
+    def hessian_diagonal(self, dd, F, fit_intercept):
+        if self.XA is not None:
+            XF = self.XA[:, F]
+            sq = XF.multiply(XF) if sp.issparse(XF) else XF * XF
+            h = np.asarray(sq.T @ dd).ravel()
+        else:
+            cols = self.A[F]
+            h = np.zeros(F.shape[0])
+            for lo, hi, Xb in self.S._blocks():
+                XF = Xb[:, cols]
+                sq = XF.multiply(XF) if sp.issparse(XF) else XF * XF
+                h += np.asarray(sq.T @ dd[lo:hi]).ravel()
+        if fit_intercept:
+            h = np.append(h, dd.sum())
+        return h
+
+
+def local_phase(S, lam, w_start, b_start, M, *, tol, max_newton_support,
+                fit_intercept, record=None):
+    """Minimise ``f + lam ||w||_1`` over vectors supported in ``M``.
+
+    An iteration takes one of two steps (the scheme of LPS, Wright 2010):
+
+    * **reduced Newton step** on the current sign pattern: the non-zero
+      coordinates (and the intercept) move along ``-H^{-1} r``, ``H`` the
+      Hessian of ``f`` on those coordinates only, ``r = g + lam sign(w)``
+      the reduced gradient; the zero coordinates stay at zero.  Beyond
+      ``max_newton_support`` non-zeros, a reduced gradient step instead.
+      The line search (backtracking, Armijo) projects each trial point on
+      the orthant of the pattern: a coordinate whose sign would flip is set
+      to zero, i.e. dropped to a smaller sub-manifold;
+    * **reduced gradient (proximal) step** on all of ``M``, scaled by the
+      diagonal of the Hessian, ``w_i <- soft(w_i - a g_i / h_i, a lam / h_i)``,
+      when the zero coordinates of ``M`` that violate optimality
+      (``|g_i| > lam``) carry the larger part of the residual.  This is the
+      only way a coordinate becomes non-zero, and only inside ``M``: the
+      search never leaves the safeguarded support.
+
+    Stops with ``"converged"`` when ``delta <= tol`` (delta over all
+    coordinates, not only ``M``); ``"stalled"`` when the problem restricted
+    to ``M`` is solved (its own residual below ``tol / 2``) while ``delta``
+    is not (``M`` misses a coordinate), when a line search fails or after
+    ``MAX_LOCAL_ITER`` iterations.  ``record(delta, nnz)`` is called at
+    every iterate.
+
+    Returns ``(w, b, delta, objective, status, n_iter)``.
+    """
+    d = w_start.shape[0]
+    A = np.flatnonzero(M)
+    R = _Restricted(S, A)
+    wA = np.asarray(w_start, dtype=np.float64)[A].copy()
+    b = float(b_start) if fit_intercept else 0.0
+    target = 0.0 if tol is None else float(tol)
+    inner = max(0.5 * target, 1e-12)
+    n_dims = d + (1 if fit_intercept else 0)
+    status = "stalled"
+    m = R.matvec(wA) + b
+    f, dl, dd = S.derivatives(m)
+    it = 0
+    while True:
+        w_full = np.zeros(d)
+        w_full[A] = wA
+        g = S.rmatvec(dl)
+        g_b = float(dl.sum())
+        delta = _delta(g, g_b, w_full, lam, fit_intercept)
+        if record is not None:
+            record(delta, int(np.count_nonzero(wA)))
+        if delta <= target:
+            status = "converged"
+            break
+        gA = g[A]
+        nz = wA != 0
+        r_nz = gA[nz] + lam * np.sign(wA[nz])
+        r_zero = _soft(gA[~nz], lam)
+        sq_nz = float(r_nz @ r_nz) + (g_b**2 if fit_intercept else 0.0)
+        sq_zero = float(r_zero @ r_zero)
+        if np.sqrt((sq_nz + sq_zero) / n_dims) <= inner or it >= MAX_LOCAL_ITER:
+            break
+        it += 1
+        phi = f + lam * np.abs(wA).sum()
+        F = np.flatnonzero(nz)
+        newton = sq_zero <= sq_nz and 0 < F.shape[0] + fit_intercept and (
+            F.shape[0] <= max_newton_support)
+        accepted = False
+        if newton:
+            r = np.append(r_nz, g_b) if fit_intercept else r_nz
+            H = R.hessian(dd, F, fit_intercept)
+            scale = max(np.trace(H) / H.shape[0], 1e-300)
+            H[np.diag_indices_from(H)] += 1e-12 * scale
+            try:
+                step = -cho_solve(cho_factor(H, lower=True), r)
+            except (LinAlgError, ValueError):
+                step = -lstsq(H, r)[0]
+            sigma = np.sign(wA[F])
+            step_w = step[: F.shape[0]]
+            step_b = step[-1] if fit_intercept else 0.0
+            slope0 = float(r @ step)
+            a = 1.0
+            for _ in range(MAX_HALVINGS):
+                trial = wA[F] + a * step_w
+                trial[sigma * trial <= 0] = 0.0  # sign flip: set to zero, drop
+                wA_new = wA.copy()
+                wA_new[F] = trial
+                b_new = b + a * step_b
+                m_new = R.matvec(wA_new) + b_new
+                phi_new = S.value(m_new) + lam * np.abs(wA_new).sum()
+                if phi_new <= phi + ARMIJO * a * slope0:
+                    accepted = True
+                    break
+                a *= 0.5
+        if not accepted:
+            # proximal reduced-gradient step on all of M (and the intercept)
+            h = R.hessian_diagonal(dd, np.arange(A.shape[0]), fit_intercept)
+            h = np.maximum(h, 1e-12 * max(h.max(initial=0.0), 1e-300))
+            hA = h[: A.shape[0]]
+            a = 1.0
+            for _ in range(MAX_HALVINGS):
+                wA_new = _soft(wA - a * gA / hA, a * lam / hA)
+                b_new = b - a * g_b / h[-1] if fit_intercept else 0.0
+                m_new = R.matvec(wA_new) + b_new
+                phi_new = S.value(m_new) + lam * np.abs(wA_new).sum()
+                move = float(hA @ (wA_new - wA) ** 2) + (
+                    h[-1] * (b_new - b) ** 2 if fit_intercept else 0.0)
+                if move > 0 and phi_new <= phi - ARMIJO * move / a:
+                    accepted = True
+                    break
+                a *= 0.5
+        if not accepted:
+            break
+        wA, b, m = wA_new, b_new, m_new
+        f, dl, dd = S.derivatives(m)
+    w = np.zeros(d)
+    w[A] = wA
+    return w, b, delta, f + lam * np.abs(wA).sum(), status, it
+
+
+class RDAPlusClassifier(BaseOnlineLinearClassifier):
+    r"""l1-regularised logistic regression by RDA+ (Lee & Wright, 2012).
+
+    Minimises the l1-regularised logistic loss (intercept not penalised)
+
+    .. math::
+        \frac{1}{N}\sum_{j} s_j \log\big(1 + e^{-y_j(\langle w, x_j\rangle + b)}\big)
+        + \alpha \|w\|_1
+
+    (``s_j`` the sample weights, ``N`` the number of rows of non-zero weight)
+    by the two phases of RDA+ (Algorithm 2 of the paper):
+
+    1. **Dual averaging.**  Xiao's regularised dual averaging with
+       ``h(w) = ||w||^2`` and ``beta_t = gamma sqrt(t)``: with ``u`` the sum of
+       the ``t`` gradients seen so far, the iterate is
+       ``w_i = (sqrt(t) / (2 gamma)) soft(-u_i / t, alpha)``.  One step costs
+       O(nnz of the row) (a Cython kernel); the sign pattern of the iterate
+       is tracked exactly, also for coordinates that leave the support
+       untouched as ``alpha t`` overtakes ``|u_i|`` (a heap of their exit
+       steps: O(nnz log d) per step, never O(d)).
+    2. **Switch.**  When ``tau`` consecutive iterates share one sign pattern
+       (and, in ``fit``, every sample was seen at least once), that support
+       ``M`` is taken as near-optimal and safeguarded: every ``i`` with
+       ``w_i = 0`` and ``|u_i / t| > rho * alpha`` joins ``M``.
+    3. **Local phase.**  The batch problem restricted to ``M`` is solved by
+       reduced Newton steps (reduced gradient steps beyond
+       ``max_newton_support`` free coordinates) with a line search that sets
+       to zero any coordinate whose sign would flip.  It stops when the
+       optimality measure ``delta(w) <= tol``; if it stalls (the
+       restricted problem is solved but ``delta > tol``: ``M`` misses a
+       coordinate), dual averaging resumes where it paused, and the next
+       switch needs ``tau`` stable iterates after one more full pass.
+
+    ``delta(w) = ||r(w)|| / sqrt(n)`` (paper's eq. 52) with
+    ``r_i = g_i + alpha sign(w_i)`` if ``w_i != 0``,
+    ``r_i = sign(g_i) max(|g_i| - alpha, 0)`` if ``w_i = 0``, ``r_b = g_b``,
+    ``g`` the gradient of the average loss and ``n = n_features + 1`` (the
+    intercept counts).
+
+    **scikit-learn equivalent.**  The objective is that of
+    ``LogisticRegression(penalty="l1", C=1 / (N * alpha))`` (scikit-learn >=
+    1.8 also: ``l1_ratio=1``) up to the factor ``N alpha``, except that
+    scikit-learn's ``liblinear`` solver penalises the intercept (as a
+    feature of value ``intercept_scaling``); with a large
+    ``intercept_scaling`` that penalty vanishes.  ``alpha_max`` (above which
+    ``w = 0``) is ``max_i |g_i(0, b*)|`` at the best intercept-only model.
+
+    Parameters
+    ----------
+    alpha : float, default=1e-3
+        Strength of the l1 penalty (``lambda`` of the paper).
+    gamma : float, default=1.0
+        Dual-averaging step parameter: ``beta_t = gamma sqrt(t)``.  Larger is
+        more conservative.  The paper uses 5000 on raw MNIST pixels; on
+        features of unit scale values around 1 are reasonable.
+    tau : int, default=100
+        Number of consecutive iterates with an unchanged sign pattern that
+        triggers the switch to the local phase.
+    rho : float in [0, 1], default=0.85
+        Safeguard: zero coordinates with ``|g_bar_i| > rho * alpha`` join the
+        support of the local phase.
+    tol : float or None, default=1e-4
+        Target of the optimality measure ``delta`` (not the progressive-loss
+        tolerance of the other estimators of the package): ``fit`` stops
+        when the local phase (or, with ``local_phase=False``, the iterate at
+        the end of an epoch) reaches ``delta <= tol``.  None: no stopping
+        test; every local phase is run to round-off and dual averaging runs
+        all ``max_iter`` epochs.
+    max_iter : int, default=100
+        Maximum number of epochs of dual averaging in ``fit``.
+    n_iter_no_change : int, default=5
+        ``fit`` also gives up when the best ``delta`` seen (at the end of
+        the epochs and in the local phases) has not decreased for this many
+        consecutive epochs.  Unused when ``tol=None``.
+    shuffle : bool, default=True
+        Shuffle the rows before each epoch of ``fit`` (``partial_fit`` keeps
+        the given order).
+    local_phase : bool, default=True
+        False gives plain RDA (Xiao 2010), the non-adaptive baseline.
+    max_newton_support : int, default=200
+        Newton steps are taken while at most this many coordinates are free;
+        beyond, diagonally scaled reduced gradient steps.
+    max_reservoir : int, default=10000
+        ``partial_fit``: size of the uniform reservoir sample (Vitter's
+        Algorithm R over the rows of non-zero weight) of the stream seen so
+        far, the surrogate data of its local phase.  It is stored in the
+        fitted state (``reservoir_*_``), so memory grows with it.
+    fit_intercept : bool, default=True
+        Learn an unpenalised intercept.
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies each row's weight by its class weight (``"balanced"`` is
+        refused by ``partial_fit``).
+    n_jobs : int or None, default=None
+        Threads for the one-vs-rest problems.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the shuffling and of the reservoir sampling.
+    warm_start : bool, default=False
+        ``fit`` continues the dual averaging from the fitted state.
+    verbose : int, default=0
+        Print one line per epoch / chunk and one per local phase.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+    support_ : ndarray of bool, shape like ``coef_``
+        ``coef_ != 0``.
+    optimality_ : ndarray of shape (n_problems,)
+        Final ``delta`` of each binary problem, on the training set
+        (``fit``) or on the reservoir (``partial_fit``; on the chunk when
+        ``local_phase=False``).
+    n_switches_ : ndarray of int, shape (n_problems,)
+        Local phases entered (by the last ``fit``, or since the first
+        ``partial_fit``).
+    switch_iter_ : list of lists of int
+        Dual-averaging step ``t`` of each switch, per problem.
+    support_size_history_, optimality_history_ : list of ndarray of shape (n_records, 3)
+        Per problem, rows ``(t, elapsed seconds, support size)`` and
+        ``(t, elapsed seconds, delta)``: at the end of each epoch (``tol``
+        not None), at every iterate of the local phases (the first one is
+        the switch) and, in ``fit``, for the returned model (last row).
+        Wall-clock times: not reproducible.
+    sum_gradient_ : ndarray of shape (n_problems, n_features)
+        ``u``, the sum of the dual-averaging gradients.
+    intercept_sum_gradient_ : ndarray of shape (n_problems,)
+    rda_t_ : ndarray of int, shape (n_problems,)
+        Dual-averaging steps taken by each problem.
+    last_support_change_ : ndarray of int, shape (n_problems,)
+        Step after which the sign pattern of the iterate last changed.
+    next_switch_ : ndarray of int, shape (n_problems,)
+        ``fit``: first step at which a switch is allowed (every sample seen
+        once; one more pass after a stalled local phase); -1 before ``fit``.
+    safeguard_support_ : ndarray of bool, shape (n_problems, n_features)
+        ``fit``: coordinates added to the safeguarded support of later
+        switches by stalled local phases (their support and the
+        coordinates violating optimality at their solution).
+    t_ : int
+        ``max(rda_t_)``.
+    n_iter_ : int
+        Epochs (the last possibly partial) of the last ``fit``; 1 for
+        ``partial_fit``.
+    loss_curve_ : list of float
+        Progressive loss per epoch / chunk (summed over the problems).
+    reservoir_data_, reservoir_indices_, reservoir_indptr_, reservoir_y_, \
+reservoir_weight_ : ndarray
+        ``partial_fit`` with ``local_phase=True``: the reservoir (CSR arrays,
+        class indices, weights).  ``n_seen_``: rows offered to it;
+        ``reservoir_seed_``: its seed.
+
+    Notes
+    -----
+    **fit vs partial_fit.**  ``fit`` uses the whole training set as the
+    surrogate of the local phase and can switch in the middle of an epoch
+    (from the end of the first one on).  ``partial_fit`` runs dual averaging
+    on each chunk; after a chunk, if ``tau`` iterates were stable, it runs
+    the local phase on the reservoir, from the dual-averaging iterate.  The
+    local phase never changes the dual-averaging state, so chunks fed to
+    ``partial_fit`` leave exactly the dual-averaging state (``sum_gradient_``,
+    ``rda_t_``, ...) of one ``fit`` epoch without shuffling; the models are
+    the same when the reservoir holds every row (``max_reservoir`` at least
+    the stream length), and with ``local_phase=False`` always.
+
+    **Sample weights** scale a row's gradient (one step per row); a weight
+    of 2 is not the row twice for the dual averaging, and ``N`` counts rows.
+
+    References
+    ----------
+    S. Lee, S. J. Wright. Manifold Identification in Dual Averaging for
+    Regularized Stochastic Online Learning. JMLR 13:1705-1744, 2012.
+
+    L. Xiao. Dual Averaging Methods for Regularized Stochastic Learning and
+    Online Optimization. JMLR 11:2543-2596, 2010.
+
+    Examples
+    --------
+    >>> from sklearn_adaprox import RDAPlusClassifier
+    >>> from sklearn_adaprox.datasets import load_a9a
+    >>> X_train, y_train, X_test, y_test = load_a9a()
+    >>> clf = RDAPlusClassifier(alpha=1e-3, random_state=0).fit(X_train, y_train)
+    >>> bool(clf.optimality_[0] <= 1e-4), clf.score(X_test, y_test) > 0.83
+    (True, True)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseOnlineLinearClassifier._parameter_constraints,
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "tau": [Interval(Integral, 1, None, closed="left")],
+        "rho": [Interval(Real, 0, 1, closed="both")],
+        "tol": [Interval(Real, 0, None, closed="left"), None],
+        "local_phase": ["boolean"],
+        "max_newton_support": [Interval(Integral, 0, None, closed="left")],
+        "max_reservoir": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    # wall-clock records: excluded from exact state comparisons in the tests
+    _timing_attributes = ("optimality_history_", "support_size_history_")
+
+    def __init__(
+        self,
+        alpha=1e-3,
+        *,
+        gamma=1.0,
+        tau=100,
+        rho=0.85,
+        tol=1e-4,
+        max_iter=100,
+        n_iter_no_change=5,
+        shuffle=True,
+        local_phase=True,
+        max_newton_support=200,
+        max_reservoir=10000,
+        fit_intercept=True,
+        class_weight=None,
+        n_jobs=None,
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+    ):
+        self.alpha = alpha
+        self.gamma = gamma
+        self.tau = tau
+        self.rho = rho
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_iter_no_change = n_iter_no_change
+        self.shuffle = shuffle
+        self.local_phase = local_phase
+        self.max_newton_support = max_newton_support
+        self.max_reservoir = max_reservoir
+        self.fit_intercept = fit_intercept
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit by dual averaging then the local phase, on the whole (X, y).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, None, partial=False)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Dual averaging over one chunk, then (if the support is stable)
+        the local phase on the reservoir of the stream.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the labels of the stream; required on the first call.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, classes, partial=True)
+
+    def predict_proba(self, X):
+        """Logistic class probabilities (one-vs-rest rows normalised).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        return self._predict_proba_from_loss(X, "log_loss")
+
+    def predict_log_proba(self, X):
+        """Logarithm of ``predict_proba``."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    # ------------------------------------------------------------------
+    def _init_state(self, n_problems, n_features):
+        self.coef_ = np.zeros((n_problems, n_features), dtype=np.float64)
+        self.intercept_ = np.zeros(n_problems, dtype=np.float64)
+        self.sum_gradient_ = np.zeros((n_problems, n_features), dtype=np.float64)
+        self.intercept_sum_gradient_ = np.zeros(n_problems, dtype=np.float64)
+        self.rda_t_ = np.zeros(n_problems, dtype=np.int64)
+        self.last_support_change_ = np.zeros(n_problems, dtype=np.int64)
+        self.optimality_ = np.full(n_problems, np.nan)
+        self.safeguard_support_ = np.zeros((n_problems, n_features), dtype=bool)
+        self.next_switch_ = np.full(n_problems, -1, dtype=np.int64)
+        self._reset_records(n_problems)
+
+    def _reset_records(self, n_problems):
+        self.n_switches_ = np.zeros(n_problems, dtype=np.int64)
+        self.switch_iter_ = [[] for _ in range(n_problems)]
+        self.optimality_history_ = [np.zeros((0, 3)) for _ in range(n_problems)]
+        self.support_size_history_ = [np.zeros((0, 3)) for _ in range(n_problems)]
+
+    def _problem(self, k):
+        return RDAProblem(
+            Log(), float(self.gamma), float(self.alpha), bool(self.fit_intercept),
+            self.sum_gradient_[k], float(self.intercept_sum_gradient_[k]),
+            int(self.rda_t_[k]), int(self.last_support_change_[k]),
+        )
+
+    def _save_problem(self, k, problem):
+        self.intercept_sum_gradient_[k] = problem.intercept_sum_grad
+        self.rda_t_[k] = problem.t
+        self.last_support_change_[k] = problem.last_change
+
+    def _rda_iterate(self, k):
+        w = np.zeros(self.sum_gradient_.shape[1])
+        b = self._problem(k).weights(w)
+        return w, b
+
+    def _safeguarded_support(self, k, w):
+        t = max(int(self.rda_t_[k]), 1)
+        g_bar = self.sum_gradient_[k] / t
+        return (w != 0) | (np.abs(g_bar) > self.rho * self.alpha)
+
+    # ------------------------------------------------------------------
+    def _run_local_phase(self, k, S, clock, offset, opt_rec, sup_rec, extra=None):
+        w0, b0 = self._rda_iterate(k)
+        M = self._safeguarded_support(k, w0)
+        if extra is not None:
+            M |= extra
+        t = int(self.rda_t_[k])
+        self.n_switches_[k] += 1
+        self.switch_iter_[k].append(t)
+
+        def record(delta, nnz):
+            elapsed = offset + time.perf_counter() - clock
+            opt_rec.append((t, elapsed, delta))
+            sup_rec.append((t, elapsed, nnz))
+
+        # The dense products of the local phase are small: BLAS threads only
+        # add synchronisation (and oversubscribe the one-vs-rest threads).
+        with _single_threaded_blas():
+            w, b, delta, obj, status, n_it = local_phase(
+                S, float(self.alpha), w0, b0, M, tol=self.tol,
+                max_newton_support=self.max_newton_support,
+                fit_intercept=self.fit_intercept, record=record,
+            )
+        if status != "converged" and extra is not None:
+            # what a stalled phase learnt: its support and the coordinates
+            # that violate optimality at its solution (|g_i| > alpha)
+            _, dl, _ = S.derivatives(S.matvec(w) + b)
+            extra |= (w != 0) | (np.abs(S.rmatvec(dl)) > self.alpha)
+        if self.verbose:
+            print(
+                f"   local phase (problem {k}) at t={t}: |M|={int(M.sum())}, "
+                f"{n_it} iterations, {status}, delta {delta:.3g}, "
+                f"non-zeros {np.count_nonzero(w)}"
+            )
+        return w, b, delta, obj, status
+
+    def _solve_problem(self, k, rows, X, y, sw, n_steps, seed, partial, clock,
+                       offset):
+        """All the work of binary problem k in this call."""
+        opt_rec = [tuple(r) for r in self.optimality_history_[k]]
+        sup_rec = [tuple(r) for r in self.support_size_history_[k]]
+        lam = float(self.alpha)
+        n = y.shape[0]
+        rng = np.random.RandomState(seed)
+        epochs = []
+        if partial:
+            order = np.arange(n, dtype=np.int64)
+            problem = self._problem(k)
+            loss, weight, _, _ = run_epoch(
+                problem, *rows, y, sw, order, 0, NEVER, int(self.tau)
+            )
+            self._save_problem(k, problem)
+            epochs.append((loss, weight))
+            w, b = self._rda_iterate(k)
+            stable = (int(self.rda_t_[k]) - int(self.last_support_change_[k]) + 1
+                      >= self.tau)
+            S = self._reservoir_surrogate(k) if self.local_phase else _Surrogate(X, y, sw)
+            if self.local_phase and stable and S is not None:
+                w, b, delta, _, _ = self._run_local_phase(
+                    k, S, clock, offset, opt_rec, sup_rec)
+            else:
+                delta = S.optimality(w, b, lam, self.fit_intercept) if S is not None else np.nan
+            self.coef_[k], self.intercept_[k], self.optimality_[k] = w, b, delta
+            self._store_records(k, opt_rec, sup_rec)
+            return epochs
+
+        S = _Surrogate(X, y, sw)
+        tol = self.tol
+        # switching needs every sample seen once (and, after a stalled local
+        # phase, one more pass); the schedule survives warm starts
+        if self.next_switch_[k] < 0:
+            self.next_switch_[k] = int(self.rda_t_[k]) + n_steps
+        switch_from = int(self.next_switch_[k]) if self.local_phase else NEVER
+        best_local = None  # (objective, w, b, delta)
+        extra = self.safeguard_support_[k]  # updated in place, see _run_local_phase
+        best_delta, no_improvement = np.inf, 0
+        converged = False
+        for _ in range(self.max_iter):
+            best_before = best_delta
+            order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.int64)
+            pos, loss, weight = 0, 0.0, 0.0
+            while pos < n:
+                problem = self._problem(k)
+                l_, w_, pos, switched = run_epoch(
+                    problem, *rows, y, sw, order, pos, switch_from, int(self.tau)
+                )
+                self._save_problem(k, problem)
+                loss += l_
+                weight += w_
+                if not switched:
+                    continue
+                w, b, delta, obj, status = self._run_local_phase(
+                    k, S, clock, offset, opt_rec, sup_rec, extra)
+                # the latest local solution: its support M contains the
+                # support of the earlier ones (safeguard_support_), so it is
+                # at least as good up to the solver's tolerance
+                best_local = (obj, w, b, delta)
+                best_delta = min(best_delta, delta)
+                if status == "converged":
+                    converged = True
+                    break
+                switch_from = int(self.rda_t_[k]) + n_steps
+                self.next_switch_[k] = switch_from
+            epochs.append((loss, weight))
+            if converged:
+                break
+            if tol is None:
+                continue
+            # end of an epoch: optimality of the dual-averaging iterate
+            w, b = self._rda_iterate(k)
+            delta = S.optimality(w, b, lam, self.fit_intercept)
+            elapsed = offset + time.perf_counter() - clock
+            opt_rec.append((int(self.rda_t_[k]), elapsed, delta))
+            sup_rec.append((int(self.rda_t_[k]), elapsed, int(np.count_nonzero(w))))
+            if delta <= tol:
+                converged = True
+                best_local = None
+                break
+            if min(delta, best_delta) < best_before:
+                no_improvement = 0
+            else:
+                no_improvement += 1
+                if no_improvement >= self.n_iter_no_change:
+                    break
+            best_delta = min(delta, best_delta)
+        # the model: the local solution if it converged, else the better of
+        # the last dual-averaging iterate and the latest local solution
+        w, b = self._rda_iterate(k)
+        if converged and best_local is not None:
+            w, b, delta = best_local[1], best_local[2], best_local[3]
+        elif converged:
+            delta = S.optimality(w, b, lam, self.fit_intercept)
+        else:
+            if best_local is not None and best_local[0] <= S.objective(w, b, lam):
+                w, b, delta = best_local[1], best_local[2], best_local[3]
+            else:
+                delta = S.optimality(w, b, lam, self.fit_intercept)
+        if not opt_rec or opt_rec[-1][2] != delta:
+            # the returned model closes the record
+            elapsed = offset + time.perf_counter() - clock
+            opt_rec.append((int(self.rda_t_[k]), elapsed, delta))
+            sup_rec.append((int(self.rda_t_[k]), elapsed, int(np.count_nonzero(w))))
+        self.coef_[k], self.intercept_[k], self.optimality_[k] = w, b, delta
+        self._store_records(k, opt_rec, sup_rec)
+        self._converged[k] = converged
+        return epochs
+
+    def _store_records(self, k, opt_rec, sup_rec):
+        self.optimality_history_[k] = np.asarray(opt_rec, dtype=np.float64).reshape(-1, 3)
+        self.support_size_history_[k] = np.asarray(sup_rec, dtype=np.float64).reshape(-1, 3)
+
+    # ------------------------------------------------------------------
+    # reservoir of the stream (partial_fit)
+    def _update_reservoir(self, X, y_index, sw):
+        keep = np.flatnonzero(sw)
+        if keep.size == 0:
+            return
+        Xc = sp.csr_matrix(X[keep] if not sp.issparse(X) else X[keep], dtype=np.float64)
+        Xc.sum_duplicates()
+        yc, wc = y_index[keep].astype(np.int64), sw[keep]
+        R = int(self.max_reservoir)
+        n_before = int(self.n_seen_)
+        counts = n_before + 1 + np.arange(keep.size)  # 1-based stream positions
+        rng = np.random.default_rng([int(self.reservoir_seed_), n_before])
+        slots = np.where(counts <= R, counts - 1, rng.integers(0, counts))
+        slots[slots >= R] = -1
+        n_res = self.reservoir_y_.shape[0]
+        old = sp.csr_matrix(
+            (self.reservoir_data_, self.reservoir_indices_, self.reservoir_indptr_),
+            shape=(n_res, X.shape[1]),
+        )
+        new_size = min(R, n_before + keep.size)
+        source = np.arange(new_size)  # row of vstack([old, chunk]) per slot
+        valid = slots >= 0
+        # later rows of the chunk overwrite earlier ones in the same slot
+        source[slots[valid]] = n_res + np.flatnonzero(valid)
+        stacked = sp.vstack([old, Xc], format="csr")[source]
+        stacked.sort_indices()
+        self.reservoir_data_ = stacked.data.astype(np.float64)
+        self.reservoir_indices_ = stacked.indices.astype(np.int64)
+        self.reservoir_indptr_ = stacked.indptr.astype(np.int64)
+        self.reservoir_y_ = np.r_[self.reservoir_y_, yc][source]
+        self.reservoir_weight_ = np.r_[self.reservoir_weight_, wc][source]
+        self.n_seen_ = n_before + keep.size
+
+    def _reservoir_surrogate(self, k):
+        n_res = self.reservoir_y_.shape[0]
+        if n_res == 0:
+            return None
+        X = sp.csr_matrix(
+            (self.reservoir_data_, self.reservoir_indices_, self.reservoir_indptr_),
+            shape=(n_res, self.coef_.shape[1]),
+        )
+        positive = 1 if self.classes_.shape[0] == 2 else k
+        y = np.where(self.reservoir_y_ == positive, 1.0, -1.0)
+        return _Surrogate(X, y, self.reservoir_weight_)
+
+    # ------------------------------------------------------------------
+    def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
+        saved_state = dict(self.__dict__)
+        try:
+            X, y_index, sample_weight, all_classes, first_call = self._validate_input(
+                X, y, sample_weight, classes, partial
+            )
+        except Exception:
+            self.__dict__.clear()
+            self.__dict__.update(saved_state)
+            raise
+        clock = time.perf_counter()
+        n_samples, n_features = X.shape
+        n_problems = 1 if all_classes.shape[0] == 2 else all_classes.shape[0]
+        if first_call:
+            self.classes_ = all_classes
+            self.t_ = 0
+            self.loss_curve_ = []
+            self._init_state(n_problems, n_features)
+            if partial:
+                seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+                self.reservoir_seed_ = int(seed)
+                self.n_seen_ = 0
+                self.reservoir_data_ = np.zeros(0)
+                self.reservoir_indices_ = np.zeros(0, dtype=np.int64)
+                self.reservoir_indptr_ = np.zeros(1, dtype=np.int64)
+                self.reservoir_y_ = np.zeros(0, dtype=np.int64)
+                self.reservoir_weight_ = np.zeros(0)
+        if not partial:
+            self.loss_curve_ = []
+            self._reset_records(n_problems)
+        elif not hasattr(self, "reservoir_seed_"):
+            # partial_fit after fit: start the reservoir now
+            seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+            self.reservoir_seed_ = int(seed)
+            self.n_seen_ = 0
+            self.reservoir_data_ = np.zeros(0)
+            self.reservoir_indices_ = np.zeros(0, dtype=np.int64)
+            self.reservoir_indptr_ = np.zeros(1, dtype=np.int64)
+            self.reservoir_y_ = np.zeros(0, dtype=np.int64)
+            self.reservoir_weight_ = np.zeros(0)
+
+        n_steps = int(np.count_nonzero(sample_weight))
+        self.n_iter_ = 1
+        if partial and n_steps == 0:
+            self.loss_curve_.append(np.nan)
+            return self
+        if partial and self.local_phase:
+            self._update_reservoir(X, y_index, sample_weight)
+
+        if n_problems == 1:
+            y_pm = [np.where(y_index == 1, 1.0, -1.0)]
+        else:
+            y_pm = [np.where(y_index == k, 1.0, -1.0) for k in range(n_problems)]
+        rows = as_row_arrays(X)
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        offset = 0.0
+        if partial:
+            last = [h[-1, 1] for h in self.optimality_history_ if h.shape[0]]
+            offset = max(last) if last else 0.0
+        self._converged = np.zeros(n_problems, dtype=bool)
+        results = Parallel(
+            n_jobs=self.n_jobs if n_problems > 1 else 1,
+            prefer="threads",
+            require="sharedmem",
+        )(
+            delayed(self._solve_problem)(
+                k, rows, X, y_pm[k], sample_weight, n_steps, seed, partial, clock,
+                offset,
+            )
+            for k in range(n_problems)
+        )
+        converged = self._converged
+        del self._converged
+        n_epochs = max(len(r) for r in results)
+        for e in range(n_epochs):
+            parts = [r[e] for r in results if len(r) > e]
+            self.loss_curve_.append(
+                float(sum(l / w for l, w in parts if w > 0)) if any(w > 0 for _, w in parts)
+                else np.nan
+            )
+        self.n_iter_ = n_epochs
+        self.t_ = int(self.rda_t_.max())
+        self.support_ = self.coef_ != 0
+        if self.verbose:
+            print(
+                f"-- {'chunk' if partial else 'fit'}: samples seen {self.t_}, "
+                f"epochs {n_epochs}, delta {np.max(self.optimality_):.3g}, "
+                f"non-zero weights {np.count_nonzero(self.coef_)}/{self.coef_.size}, "
+                f"local phases {int(self.n_switches_.sum())}, "
+                f"elapsed {time.perf_counter() - clock:.3f} s"
+            )
+        if (not partial and self.tol is not None and self.max_iter > 1
+                and not np.all(converged)):
+            warnings.warn(
+                f"RDA+ did not reach optimality delta <= tol={self.tol} "
+                f"(delta = {np.max(self.optimality_):.3g}) within max_iter="
+                f"{self.max_iter} epochs; consider increasing max_iter or "
+                "gamma, or lowering tau.",
+                ConvergenceWarning,
+            )
+        return self

@@ -1,0 +1,364 @@
+"""RDAPlusClassifier: the dual-averaging kernel against its NumPy
+transcription, the support tracking against a brute-force scan, and the
+local phase against LIBLINEAR (scikit-learn's liblinear solver) on real data."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from reference_rda import objective, optimality, rda_reference, sign_pattern
+from sklearn_adaprox import RDAPlusClassifier
+from sklearn_adaprox._loss import Log
+from sklearn_adaprox._rda_fast import NEVER, RDAProblem, py_exit_step, run_epoch
+from sklearn_adaprox._dataset import as_row_arrays
+from sklearn_adaprox.datasets import load_a9a
+
+
+@pytest.fixture(scope="module")
+def small_sparse_problem():
+    """Sparse rows, so that most coordinates sit untouched for many steps
+    and leave the support only because l1 t overtakes |u_i|."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 25) * (rng.rand(300, 25) < 0.2)
+    coef = np.r_[rng.randn(6) * 2, np.zeros(19)]
+    y = np.where(X @ coef + 0.3 * rng.randn(300) > 0, 1.0, -1.0)
+    sw = rng.uniform(0.2, 2.0, 300)
+    sw[::13] = 0.0
+    return X, y, sw
+
+
+def _rda(**params):
+    return RDAPlusClassifier(local_phase=False, tol=None, shuffle=False, **params)
+
+
+# ----------------------------------------------------------------------
+# 1. the RDA step against the NumPy transcription
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [True, False])
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_kernel_matches_numpy_transcription(small_sparse_problem, fit_intercept,
+                                            weighted, layout):
+    X, y, sw = small_sparse_problem
+    if not weighted:
+        sw = np.ones_like(sw)
+    gamma, lam = 0.7, 0.02
+    ref = rda_reference(X, y, sw, np.r_[np.arange(300), np.arange(300)],
+                        gamma=gamma, lam=lam, fit_intercept=fit_intercept)
+    clf = _rda(alpha=lam, gamma=gamma, max_iter=2, fit_intercept=fit_intercept)
+    clf.fit(X if layout == "dense" else sp.csr_matrix(X), y, sample_weight=sw)
+    assert_allclose(clf.sum_gradient_[0], ref["u"], rtol=0, atol=1e-10)
+    assert_allclose(clf.intercept_sum_gradient_[0], ref["u_b"], rtol=0, atol=1e-10)
+    assert_allclose(clf.coef_[0], ref["w"], rtol=0, atol=1e-10)
+    assert_allclose(clf.intercept_[0], ref["b"], rtol=0, atol=1e-10)
+    assert clf.rda_t_[0] == ref["t"] == clf.t_
+    assert clf.last_support_change_[0] == ref["last_change"]
+    assert_array_equal(np.sign(clf.coef_[0]), ref["pattern"])
+    assert 0 < np.count_nonzero(clf.coef_) < clf.coef_.size  # zeros covered
+    # progressive loss of the two epochs
+    half = rda_reference(X, y, sw, np.arange(300), gamma=gamma, lam=lam,
+                         fit_intercept=fit_intercept)
+    assert_allclose(clf.loss_curve_[0], half["sum_loss"] / half["sum_weight"], rtol=1e-10)
+
+
+def test_exit_step_is_exact_at_the_boundary():
+    rng = np.random.RandomState(1)
+    for _ in range(2000):
+        lam = 10.0 ** rng.uniform(-6, 1)
+        # values on and near exact multiples of lam, where rounding bites
+        au = lam * rng.randint(0, 10**6) * (1.0 + rng.choice([-1, 0, 1]) * 2e-16)
+        T = py_exit_step(au, lam)
+        assert not au > lam * T
+        assert T == 0 or au > lam * (T - 1)
+    assert py_exit_step(1.0, 0.0) == NEVER
+    assert py_exit_step(0.0, 0.0) == 0
+
+
+# ----------------------------------------------------------------------
+# 2. support tracking == brute-force scan, at every step
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_support_tracking_equals_brute_force_scan(small_sparse_problem, layout):
+    X, y, sw = small_sparse_problem
+    gamma, lam = 0.5, 0.03
+    order = np.r_[np.arange(300), np.random.RandomState(2).permutation(300)].astype(np.int64)
+    ref = rda_reference(X, y, sw, order, gamma=gamma, lam=lam, fit_intercept=True)
+    assert ref["untouched_exits"] > 10  # the case the heap exists for
+    rows = as_row_arrays(X if layout == "dense" else sp.csr_matrix(X))
+    u = np.zeros(X.shape[1])
+    state = dict(u_b=0.0, t=0, last=0)
+    trace = np.zeros((order.shape[0], 2), dtype=np.int64)
+    # in three calls: the heap is rebuilt from (u, t) at each
+    for lo, hi in [(0, 100), (100, 401), (401, 600)]:
+        problem = RDAProblem(Log(), gamma, lam, True, u, state["u_b"], state["t"],
+                             state["last"])
+        part = np.zeros((hi - lo, 2), dtype=np.int64)
+        run_epoch(problem, *rows, y, sw, order[lo:hi], 0, NEVER, 100, part)
+        trace[lo:hi] = part
+        assert problem.heap_is_valid()
+        assert_array_equal(problem.signs(), sign_pattern(u, problem.t, lam))
+        state = dict(u_b=problem.intercept_sum_grad, t=problem.t,
+                     last=problem.last_change)
+    assert_array_equal(trace[:, 0], ref["sizes"])
+    assert_array_equal(trace[:, 1], ref["changes"])
+
+
+def test_identification_hook_equals_brute_force(small_sparse_problem):
+    """The Table-1 hook: first steps on a 2x superset / on the target pattern."""
+    X, y, sw = small_sparse_problem
+    order = np.tile(np.arange(300), 4).astype(np.int64)
+    full = rda_reference(X, y, sw, order, gamma=0.5, lam=0.03, fit_intercept=True)
+    hit_counts = []
+    for target in (full["pattern"], np.r_[full["pattern"][:3], np.zeros(22)]):
+        target = target.astype(np.int8)
+        ref = rda_reference(X, y, sw, order, gamma=0.5, lam=0.03, fit_intercept=True,
+                            target=target)
+        hit_counts.append(ref["hits"])
+        hits = np.full(2, -1, dtype=np.int64)
+        problem = RDAProblem(Log(), 0.5, 0.03, True, np.zeros(25), 0.0, 0, 0)
+        run_epoch(problem, *as_row_arrays(X), y, sw, order, 0, NEVER, 10**9,
+                  None, target, hits)
+        assert_array_equal(hits, ref["hits"])
+        if min(ref["hits"]) > 0:
+            assert problem.t == max(ref["hits"])  # it stops once both are found
+    assert hit_counts[0][1] > 0 and hit_counts[1][0] > 0
+
+
+def test_kernel_stops_at_tau_stable_iterates(small_sparse_problem):
+    X, y, sw = small_sparse_problem
+    order = np.tile(np.arange(300), 3).astype(np.int64)
+    ref = rda_reference(X, y, sw, order, gamma=0.5, lam=0.03, fit_intercept=True)
+    tau, switch_from = 15, 300
+    problem = RDAProblem(Log(), 0.5, 0.03, True, np.zeros(25), 0.0, 0, 0)
+    _, _, pos, switched = run_epoch(problem, *as_row_arrays(X), y, sw, order, 0,
+                                    switch_from, tau)
+    assert switched
+    # the first step t >= switch_from after which tau iterates share a pattern
+    steps = np.cumsum(sw[order] != 0)
+    ok = (steps >= switch_from) & (steps - ref["changes"] + 1 >= tau) & (sw[order] != 0)
+    assert pos == np.flatnonzero(ok)[0] + 1
+    assert problem.t == steps[pos - 1]
+
+
+# ----------------------------------------------------------------------
+# 3. stream semantics
+def test_partial_fit_keeps_the_dual_averaging_state_of_one_epoch():
+    """With a small reservoir the local-phase models differ from fit's, but
+    the dual averaging (never changed by a local phase) is that of one epoch."""
+    X, y, _, _ = load_a9a()
+    X, y = X[:3000], y[:3000]
+    params = dict(alpha=0.01, tau=20, max_iter=1, tol=None, shuffle=False,
+                  max_reservoir=500, random_state=0)
+    whole = RDAPlusClassifier(**params).fit(X, y)
+    stream = RDAPlusClassifier(**params)
+    for lo in range(0, 3000, 700):
+        stream.partial_fit(X[lo:lo + 700], y[lo:lo + 700], classes=[-1, 1])
+    assert stream.n_switches_[0] >= 1  # the local phase did run
+    assert_allclose(stream.sum_gradient_, whole.sum_gradient_, rtol=0, atol=1e-12)
+    assert_allclose(stream.intercept_sum_gradient_, whole.intercept_sum_gradient_,
+                    rtol=0, atol=1e-12)
+    assert stream.rda_t_[0] == whole.rda_t_[0] == 3000
+    assert stream.last_support_change_[0] == whole.last_support_change_[0]
+    # the reservoir: bounded, rows of the stream with their labels
+    assert stream.reservoir_y_.shape[0] == 500 == stream.reservoir_weight_.shape[0]
+    R = sp.csr_matrix((stream.reservoir_data_, stream.reservoir_indices_,
+                       stream.reservoir_indptr_), shape=(500, X.shape[1])).toarray()
+    Xd = X.toarray()
+    for i in range(0, 500, 50):
+        match = np.flatnonzero((Xd == R[i]).all(axis=1))
+        assert match.size and np.any([-1, 1][stream.reservoir_y_[i]] == y[match])
+    # its optimality is measured on the reservoir
+    yr = np.where(stream.reservoir_y_ == 1, 1.0, -1.0)
+    assert_allclose(stream.optimality_[0],
+                    optimality(R, yr, stream.reservoir_weight_, stream.coef_[0],
+                               stream.intercept_[0], 0.01), rtol=1e-8, atol=1e-12)
+
+
+def test_reservoir_is_a_uniform_sample():
+    """Algorithm R: every row of the stream is kept with probability R / n."""
+    X = np.arange(2000, dtype=np.float64)[:, None] + 1.0
+    y = np.tile([0, 1], 1000)
+    kept = np.zeros(2000)
+    for seed in range(40):
+        clf = RDAPlusClassifier(max_reservoir=200, random_state=seed, tau=10**6)
+        for lo in range(0, 2000, 300):
+            clf.partial_fit(X[lo:lo + 300], y[lo:lo + 300], classes=[0, 1])
+        rows = clf.reservoir_data_.astype(int) - 1
+        assert np.unique(rows).size == 200
+        kept[rows] += 1
+    # expected 40 * 0.1 = 4 per row; early and late rows alike
+    assert abs(kept[:1000].mean() - kept[1000:].mean()) < 0.6
+    assert abs(kept.mean() - 4.0) < 1e-9
+
+
+def test_pickle_between_chunks_with_local_phase():
+    X, y, _, _ = load_a9a()
+    X, y = X[:2000], y[:2000]
+    make = lambda: RDAPlusClassifier(alpha=0.01, tau=20, max_reservoir=300,
+                                     random_state=0)
+    straight, resumed = make(), make()
+    for i, lo in enumerate(range(0, 2000, 400)):
+        straight.partial_fit(X[lo:lo + 400], y[lo:lo + 400], classes=[-1, 1])
+        resumed.partial_fit(X[lo:lo + 400], y[lo:lo + 400], classes=[-1, 1])
+        if i == 1:
+            resumed = pickle.loads(pickle.dumps(resumed))
+    assert straight.n_switches_[0] >= 1
+    assert_array_equal(straight.coef_, resumed.coef_)
+    assert_array_equal(straight.reservoir_data_, resumed.reservoir_data_)
+
+
+# ----------------------------------------------------------------------
+# 4. the local phase on real data, against LIBLINEAR
+def _alpha_max(X, y):
+    """Above alpha_max the solution has w = 0: the largest gradient entry at
+    the best intercept-only model (Koh, Kim & Boyd 2007)."""
+    yp = np.where(y == 1, 1.0, -1.0)
+    p = np.mean(yp > 0)
+    b = np.log(p / (1 - p))
+    return optimality_free_gradient(X, yp, b)
+
+
+def optimality_free_gradient(X, yp, b):
+    from scipy.special import expit
+    dl = -yp * expit(-yp * b) / X.shape[0]
+    return np.abs(X.T @ dl).max()
+
+
+def _liblinear(X, y, alpha):
+    """scikit-learn's liblinear on the same objective: C = 1 / (N alpha);
+    its intercept is a feature of value intercept_scaling whose weight is
+    penalised, |b| / intercept_scaling, negligible at 1e4."""
+    clf = LogisticRegression(penalty="l1", C=1.0 / (X.shape[0] * alpha),
+                             solver="liblinear", tol=1e-10, intercept_scaling=1e4,
+                             max_iter=100_000, random_state=0)  # its time varies
+                             # with the coordinate order by orders of magnitude
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return clf.fit(X, y)
+
+
+def _digits_6_vs_7():
+    d = load_digits()
+    keep = np.isin(d.target, [6, 7])
+    return np.ascontiguousarray(d.data[keep] / 16.0), np.where(d.target[keep] == 7, 1, -1)
+
+
+def _breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _a9a():
+    X, y, _, _ = load_a9a()
+    return X, y
+
+
+# a9a: below about 0.15 alpha_max its solution set is not a point (the
+# one-hot groups sum to the intercept's constant feature, so a weight can
+# move along a flat direction; LIBLINEAR's slightly penalised intercept then
+# picks another support of the same objective value): see the test below.
+CASES = [
+    ("digits 6 vs 7", _digits_6_vs_7, (0.05, 0.1, 0.3, 0.9)),
+    ("breast cancer", _breast_cancer, (0.05, 0.1, 0.3, 0.9)),
+    ("a9a", _a9a, (0.15, 0.3, 0.9)),
+]
+
+
+@pytest.mark.parametrize("name, load, fractions", CASES, ids=[c[0] for c in CASES])
+def test_reaches_tol_and_liblinear_support_on_real_data(name, load, fractions):
+    X, y = load()
+    yp = np.where(y == 1, 1.0, -1.0)
+    ones = np.ones(X.shape[0])
+    a_max = _alpha_max(X, y)
+    for frac in fractions:
+        alpha = frac * a_max
+        # default tol: delta <= 1e-4, checked independently of the estimator
+        clf = RDAPlusClassifier(alpha=alpha, random_state=0).fit(X, y)
+        assert clf.optimality_[0] <= 1e-4
+        assert optimality(X, yp, ones, clf.coef_[0], clf.intercept_[0], alpha) <= 1e-4
+        assert clf.n_switches_[0] >= 1
+        assert_array_equal(clf.support_, clf.coef_ != 0)
+        # tight tol (the Newton phase makes it cheap): LIBLINEAR's support and
+        # coefficients
+        tight = clone(clf).set_params(tol=1e-9).fit(X, y)
+        ref = _liblinear(X, y, alpha)
+        # LIBLINEAR is near-optimal for our objective too: its intercept
+        # penalty alone leaves |r_b| = alpha / intercept_scaling
+        assert optimality(X, yp, ones, ref.coef_[0], ref.intercept_[0], alpha) < 1e-5
+        assert_array_equal(np.sign(tight.coef_[0]), np.sign(ref.coef_[0]), err_msg=str(frac))
+        assert_allclose(tight.coef_[0], ref.coef_[0], rtol=0, atol=1e-3)
+        assert_allclose(tight.intercept_[0], ref.intercept_[0], rtol=0, atol=1e-3)
+
+
+def test_a9a_small_alpha_same_objective_as_liblinear():
+    """Where a9a's l1 solution is not unique, RDA+ reaches LIBLINEAR's
+    objective value (not necessarily its support)."""
+    X, y = _a9a()
+    yp = np.where(y == 1, 1.0, -1.0)
+    alpha = 0.05 * _alpha_max(X, y)
+    clf = RDAPlusClassifier(alpha=alpha, tol=1e-9, random_state=0).fit(X, y)
+    ref = _liblinear(X, y, alpha)
+    ones = np.ones(X.shape[0])
+    ours = objective(X, yp, ones, clf.coef_[0], clf.intercept_[0], alpha)
+    theirs = objective(X, yp, ones, ref.coef_[0], ref.intercept_[0], alpha)
+    assert ours <= theirs + 1e-9
+
+
+def test_local_phase_beats_plain_rda():
+    X, y = _digits_6_vs_7()
+    alpha = 0.1 * _alpha_max(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        rda = RDAPlusClassifier(alpha=alpha, local_phase=False, max_iter=5,
+                                random_state=0).fit(X, y)
+    plus = RDAPlusClassifier(alpha=alpha, random_state=0).fit(X, y)
+    assert rda.n_switches_[0] == 0
+    assert plus.optimality_[0] <= 1e-4 < rda.optimality_[0]
+    assert np.count_nonzero(plus.coef_) <= np.count_nonzero(rda.coef_)
+
+
+def test_records_for_the_figures():
+    X, y = _digits_6_vs_7()
+    clf = RDAPlusClassifier(alpha=0.05 * _alpha_max(X, y), random_state=0).fit(X, y)
+    opt, sup = clf.optimality_history_[0], clf.support_size_history_[0]
+    assert opt.shape == sup.shape and opt.shape[1] == 3 and opt.shape[0] >= 2
+    assert np.all(np.diff(opt[:, 1]) >= 0)  # elapsed time
+    assert_array_equal(opt[:, :2], sup[:, :2])
+    assert opt[-1, 2] == clf.optimality_[0]
+    assert sup[-1, 2] == np.count_nonzero(clf.coef_)
+    assert len(clf.switch_iter_[0]) == clf.n_switches_[0] >= 1
+    assert set(clf.switch_iter_[0]) <= set(opt[:, 0].astype(int))
+
+
+def test_one_vs_rest_is_the_binary_problem_per_class():
+    X, y = load_digits(n_class=3, return_X_y=True)
+    X = X / 16.0
+    multi = RDAPlusClassifier(alpha=0.01, random_state=0, n_jobs=2).fit(X, y)
+    for k in range(3):
+        binary = RDAPlusClassifier(alpha=0.01, random_state=0).fit(X, y == k)
+        assert_array_equal(multi.coef_[k], binary.coef_[0])
+        assert multi.optimality_[k] <= 1e-4
+    proba = multi.predict_proba(X)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert_array_equal(multi.classes_[proba.argmax(axis=1)], multi.predict(X))
+
+
+def test_predict_proba_is_the_logistic_model():
+    X, y = _breast_cancer()
+    clf = RDAPlusClassifier(alpha=0.01, random_state=0).fit(X, y)
+    from scipy.special import expit
+    assert_allclose(clf.predict_proba(X)[:, 1], expit(clf.decision_function(X)))
+
+
+def test_bad_parameters_raise():
+    X, y = _breast_cancer()
+    for params in ({"gamma": 0.0}, {"tau": 0}, {"rho": 1.5}, {"tol": -1.0},
+                   {"max_reservoir": 0}, {"alpha": -1.0}):
+        with pytest.raises(ValueError):
+            RDAPlusClassifier(**params).fit(X, y)
