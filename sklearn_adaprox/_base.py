@@ -1,6 +1,7 @@
-"""What every online linear classifier of sklearn_adaprox shares.
+"""What every online linear model of sklearn_adaprox shares.
 
-``BaseOnlineLinearClassifier`` owns the scikit-learn contract: input
+``BaseOnlineLinearModel`` (and its two faces ``BaseOnlineLinearClassifier``
+and ``BaseOnlineLinearRegressor``) owns the scikit-learn contract: input
 validation (all of it before any fitted state changes), label encoding
 (+-1 inside the kernels, ``classes_`` outside), class and sample weights,
 one-vs-rest over threads, the epoch loop with shuffling, progressive loss,
@@ -20,11 +21,12 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from scipy.special import expit
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils import check_random_state, compute_class_weight
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -59,8 +61,9 @@ def check_sample_weight(sample_weight, n_samples):
     return sample_weight
 
 
-class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseEstimator):
-    """Base class; see the module docstring.  Not for direct use."""
+class BaseOnlineLinearModel(BaseEstimator):
+    """What classifiers and regressors share: failure-atomic validation, the
+    fitted-state start and the epoch loop.  Not for direct use."""
 
     _parameter_constraints: dict = {
         "fit_intercept": ["boolean"],
@@ -70,8 +73,6 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseEstimator):
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "warm_start": ["boolean"],
-        "class_weight": [StrOptions({"balanced"}), dict, None],
-        "n_jobs": [Integral, None],
         "verbose": ["verbose"],
     }
 
@@ -84,8 +85,113 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseEstimator):
         raise NotImplementedError
 
     # ------------------------------------------------------------------
+    def _validate_atomically(self, *args):
+        """``self._validate_input(*args)``; on failure the estimator is left
+        exactly as it was (validate_data may already have set
+        n_features_in_ / feature_names_in_ on a first call)."""
+        saved_state = dict(self.__dict__)
+        try:
+            return self._validate_input(*args)
+        except Exception:
+            self.__dict__.clear()
+            self.__dict__.update(saved_state)
+            raise
+
+    def _start_state(self, first_call, partial, n_problems, n_features):
+        """Fresh fitted state on a first call; a fresh loss curve per fit."""
+        if first_call:
+            self.t_ = 0
+            self.loss_curve_ = []
+            self._init_state(n_problems, n_features)
+        if not partial:
+            self.loss_curve_ = []
+
+    def _run_epochs(self, X, targets, sample_weight, partial, n_jobs=None):
+        """Up to ``max_iter`` passes (one for ``partial_fit``) over X for the
+        problems whose targets are listed, with shuffling, progressive loss,
+        early stopping and verbose output."""
+        n_samples = X.shape[0]
+        n_problems = len(targets)
+        rows = as_row_arrays(X)
+        n_steps = int(np.count_nonzero(sample_weight))
+
+        max_iter = 1 if partial else self.max_iter
+        rng = check_random_state(self.random_state)
+        best_loss, n_no_improvement = np.inf, 0
+        self.n_iter_ = 0
+        start = time.perf_counter()
+        for epoch in range(max_iter):
+            if self.shuffle and not partial:
+                order = rng.permutation(n_samples).astype(np.int64)
+            else:
+                order = np.arange(n_samples, dtype=np.int64)
+            results = Parallel(
+                n_jobs=n_jobs if n_problems > 1 else 1,
+                prefer="threads",
+                require="sharedmem",
+            )(
+                delayed(self._run_epoch)(k, rows, targets[k], sample_weight, order)
+                for k in range(n_problems)
+            )
+            self.t_ += n_steps
+            self.n_iter_ += 1
+            total_weight = results[0][1]
+            epoch_loss = (
+                sum(r[0] for r in results) / total_weight if total_weight > 0 else np.nan
+            )
+            self.loss_curve_.append(epoch_loss)
+            if self.verbose:
+                print(
+                    f"-- {'chunk' if partial else 'epoch'} {len(self.loss_curve_)}: "
+                    f"samples seen {self.t_}, progressive loss {epoch_loss:.6g}, "
+                    f"non-zero weights {np.count_nonzero(self.coef_)}/"
+                    f"{self.coef_.size}, elapsed {time.perf_counter() - start:.3f} s"
+                )
+            if partial or self.tol is None or total_weight == 0:
+                continue
+            if epoch_loss > best_loss - self.tol:
+                n_no_improvement += 1
+            else:
+                n_no_improvement = 0
+            best_loss = min(best_loss, epoch_loss)
+            if n_no_improvement >= self.n_iter_no_change:
+                break
+        else:
+            if not partial and self.tol is not None and max_iter > 1:
+                warnings.warn(
+                    f"Maximum number of iterations {max_iter} reached before "
+                    "the progressive loss stopped improving; consider increasing "
+                    "max_iter.",
+                    ConvergenceWarning,
+                )
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def binary_problem_targets(y_index, n_problems):
+    """The +-1 labels of each binary problem: class 1 vs 0 when
+    ``n_problems == 1``, else class k vs the rest."""
+    if n_problems == 1:
+        return [np.where(y_index == 1, 1.0, -1.0)]
+    return [np.where(y_index == k, 1.0, -1.0) for k in range(n_problems)]
+
+
+class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
+    """Base class; see the module docstring.  Not for direct use."""
+
+    _parameter_constraints: dict = {
+        **BaseOnlineLinearModel._parameter_constraints,
+        "class_weight": [StrOptions({"balanced"}), dict, None],
+        "n_jobs": [Integral, None],
+    }
+
+    # ------------------------------------------------------------------
     # validation: nothing here changes fitted state (except the feature
-    # count and names on a first call, which _fit_or_partial_fit rolls back
+    # count and names on a first call, which _validate_atomically rolls back
     # if anything else fails)
     def _validate_input(self, X, y, sample_weight, classes, partial):
         first_call = not hasattr(self, "t_") or not (partial or self.warm_start)
@@ -156,85 +262,17 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------
     def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
-        saved_state = dict(self.__dict__)
-        try:
-            X, y_index, sample_weight, all_classes, first_call = self._validate_input(
-                X, y, sample_weight, classes, partial
-            )
-        except Exception:
-            # validate_data may have set n_features_in_ / feature_names_in_.
-            self.__dict__.clear()
-            self.__dict__.update(saved_state)
-            raise
-
-        n_samples, n_features = X.shape
+        X, y_index, sample_weight, all_classes, first_call = self._validate_atomically(
+            X, y, sample_weight, classes, partial
+        )
         n_problems = 1 if all_classes.shape[0] == 2 else all_classes.shape[0]
         if first_call:
             self.classes_ = all_classes
-            self.t_ = 0
-            self.loss_curve_ = []
-            self._init_state(n_problems, n_features)
-        if not partial:
-            self.loss_curve_ = []
-
-        # +-1 labels of each binary problem: class 1 vs 0, or k vs rest.
-        if n_problems == 1:
-            y_pm = [np.where(y_index == 1, 1.0, -1.0)]
-        else:
-            y_pm = [np.where(y_index == k, 1.0, -1.0) for k in range(n_problems)]
-        rows = as_row_arrays(X)
-        n_steps = int(np.count_nonzero(sample_weight))
-
-        max_iter = 1 if partial else self.max_iter
-        rng = check_random_state(self.random_state)
-        best_loss, n_no_improvement = np.inf, 0
-        self.n_iter_ = 0
-        start = time.perf_counter()
-        for epoch in range(max_iter):
-            if self.shuffle and not partial:
-                order = rng.permutation(n_samples).astype(np.int64)
-            else:
-                order = np.arange(n_samples, dtype=np.int64)
-            results = Parallel(
-                n_jobs=self.n_jobs if n_problems > 1 else 1,
-                prefer="threads",
-                require="sharedmem",
-            )(
-                delayed(self._run_epoch)(k, rows, y_pm[k], sample_weight, order)
-                for k in range(n_problems)
-            )
-            self.t_ += n_steps
-            self.n_iter_ += 1
-            total_weight = results[0][1]
-            epoch_loss = (
-                sum(r[0] for r in results) / total_weight if total_weight > 0 else np.nan
-            )
-            self.loss_curve_.append(epoch_loss)
-            if self.verbose:
-                print(
-                    f"-- {'chunk' if partial else 'epoch'} {len(self.loss_curve_)}: "
-                    f"samples seen {self.t_}, progressive loss {epoch_loss:.6g}, "
-                    f"non-zero weights {np.count_nonzero(self.coef_)}/"
-                    f"{self.coef_.size}, elapsed {time.perf_counter() - start:.3f} s"
-                )
-            if partial or self.tol is None or total_weight == 0:
-                continue
-            if epoch_loss > best_loss - self.tol:
-                n_no_improvement += 1
-            else:
-                n_no_improvement = 0
-            best_loss = min(best_loss, epoch_loss)
-            if n_no_improvement >= self.n_iter_no_change:
-                break
-        else:
-            if not partial and self.tol is not None and max_iter > 1:
-                warnings.warn(
-                    f"Maximum number of iterations {max_iter} reached before "
-                    "the progressive loss stopped improving; consider increasing "
-                    "max_iter.",
-                    ConvergenceWarning,
-                )
-        return self
+        self._start_state(first_call, partial, n_problems, X.shape[1])
+        return self._run_epochs(
+            X, binary_problem_targets(y_index, n_problems), sample_weight, partial,
+            n_jobs=self.n_jobs,
+        )
 
     # ------------------------------------------------------------------
     def _predict_proba_from_loss(self, X, loss):
@@ -255,7 +293,59 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseEstimator):
         norm[empty] = prob.shape[1]
         return prob / norm
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
+
+class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
+    """Regression twin of ``BaseOnlineLinearClassifier``.  Not for direct use.
+
+    Same contract and the same hooks, for one problem with a real target:
+    validation before any state change (a failed call leaves the estimator
+    as it was), sample weights (0 = not a step), the epoch loop with
+    shuffling, progressive loss, early stopping and verbose output, and
+    ``fit`` / ``partial_fit`` / ``warm_start`` semantics.  An algorithm
+    defines ``_init_state(1, n_features)`` and
+    ``_run_epoch(0, rows, y, sample_weight, order)`` exactly as for the
+    classifiers (y is the float64 target).  There are no labels, classes or
+    class weights.
+    """
+
+    _parameter_constraints: dict = {**BaseOnlineLinearModel._parameter_constraints}
+
+    def _validate_input(self, X, y, sample_weight, partial):
+        first_call = not hasattr(self, "t_") or not (partial or self.warm_start)
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
+            order="C",
+            reset=first_call,
+            y_numeric=True,
+        )
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        if not partial and not np.any(sample_weight):
+            raise ValueError("Sample weights must contain at least one non-zero number.")
+        return X, y, sample_weight, first_call
+
+    def _fit_or_partial_fit(self, X, y, sample_weight, partial):
+        X, y, sample_weight, first_call = self._validate_atomically(
+            X, y, sample_weight, partial
+        )
+        self._start_state(first_call, partial, 1, X.shape[1])
+        return self._run_epochs(X, [y], sample_weight, partial)
+
+    def predict(self, X):
+        """Linear prediction ``X @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False)
+        return safe_sparse_dot(X, self.coef_, dense_output=True) + self.intercept_[0]

@@ -20,7 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from threadpoolctl import ThreadpoolController
 
-from ._base import BaseOnlineLinearClassifier
+from ._base import BaseOnlineLinearClassifier, binary_problem_targets
 from ._dataset import as_row_arrays
 from ._loss import Log
 from ._rda_fast import NEVER, RDAProblem, run_epoch
@@ -882,37 +882,19 @@ reservoir_weight_ : ndarray
 
     # ------------------------------------------------------------------
     def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
-        saved_state = dict(self.__dict__)
-        try:
-            X, y_index, sample_weight, all_classes, first_call = self._validate_input(
-                X, y, sample_weight, classes, partial
-            )
-        except Exception:
-            self.__dict__.clear()
-            self.__dict__.update(saved_state)
-            raise
+        X, y_index, sample_weight, all_classes, first_call = self._validate_atomically(
+            X, y, sample_weight, classes, partial
+        )
         clock = time.perf_counter()
         n_samples, n_features = X.shape
         n_problems = 1 if all_classes.shape[0] == 2 else all_classes.shape[0]
         if first_call:
             self.classes_ = all_classes
-            self.t_ = 0
-            self.loss_curve_ = []
-            self._init_state(n_problems, n_features)
-            if partial:
-                seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-                self.reservoir_seed_ = int(seed)
-                self.n_seen_ = 0
-                self.reservoir_data_ = np.zeros(0)
-                self.reservoir_indices_ = np.zeros(0, dtype=np.int64)
-                self.reservoir_indptr_ = np.zeros(1, dtype=np.int64)
-                self.reservoir_y_ = np.zeros(0, dtype=np.int64)
-                self.reservoir_weight_ = np.zeros(0)
+        self._start_state(first_call, partial, n_problems, n_features)
         if not partial:
-            self.loss_curve_ = []
             self._reset_records(n_problems)
-        elif not hasattr(self, "reservoir_seed_"):
-            # partial_fit after fit: start the reservoir now
+        elif first_call or not hasattr(self, "reservoir_seed_"):
+            # the first partial_fit, or partial_fit after fit: start the reservoir
             seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
             self.reservoir_seed_ = int(seed)
             self.n_seen_ = 0
@@ -930,10 +912,7 @@ reservoir_weight_ : ndarray
         if partial and self.local_phase:
             self._update_reservoir(X, y_index, sample_weight)
 
-        if n_problems == 1:
-            y_pm = [np.where(y_index == 1, 1.0, -1.0)]
-        else:
-            y_pm = [np.where(y_index == k, 1.0, -1.0) for k in range(n_problems)]
+        y_pm = binary_problem_targets(y_index, n_problems)
         rows = as_row_arrays(X)
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         offset = 0.0

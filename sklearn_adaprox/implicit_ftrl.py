@@ -1,0 +1,514 @@
+"""Generalized implicit FTRL (Chen & Orabona, ICML 2023): regressor and classifier."""
+from numbers import Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._base import BaseOnlineLinearClassifier, BaseOnlineLinearRegressor
+from ._implicit_ftrl_fast import ImplicitFTRLProblem, gradient_bound, run_epoch
+from ._loss import make_loss
+
+UPDATES = ("linear", "truncated", "twostep", "proximal")
+
+
+def _lipschitz(loss, epsilon):
+    """sup_p |l'(y, p)|, or None for the squared error (not Lipschitz)."""
+    if loss == "squared_error":
+        return None
+    if loss == "huber":
+        return make_loss("huber", epsilon=epsilon).epsilon
+    return 1.0  # hinge, log_loss, absolute_error, epsilon_insensitive
+
+
+class _ImplicitFTRLMixin:
+    """State, kernel call and the shared part of the documentation."""
+
+    _ftrl_constraints = {
+        "update": [StrOptions(set(UPDATES))],
+        "beta": [Interval(Real, 0, None, closed="neither")],
+        "G": [Interval(Real, 0, None, closed="neither"), None],
+    }
+
+    def _make_loss(self):
+        return make_loss(self.loss, epsilon=getattr(self, "epsilon", None))
+
+    def _init_state(self, n_problems, n_features):
+        is_regressor = isinstance(self, BaseOnlineLinearRegressor)
+        shape = (n_features,) if is_regressor else (n_problems, n_features)
+        self.coef_ = np.zeros(shape, dtype=np.float64)
+        self.theta_ = np.zeros(shape, dtype=np.float64)
+        self.intercept_ = np.zeros(n_problems, dtype=np.float64)
+        self.intercept_theta_ = np.zeros(n_problems, dtype=np.float64)
+        # lambda_ and G_ stay NaN until the first call with a non-zero weight
+        # fixes G (see Notes), before the first step uses it.
+        self.G_ = np.full(n_problems, np.nan)
+        self.lambda_ = np.full(n_problems, np.nan)
+        self.gamma_ = np.zeros(n_problems, dtype=np.float64)
+        self.sq_norm_theta_ = np.zeros(n_problems, dtype=np.float64)
+        self.cumulative_loss_ = np.zeros(n_problems, dtype=np.float64)
+        self.cumulative_weight_ = np.zeros(n_problems, dtype=np.float64)
+        self.average_loss_ = np.nan
+
+    def _estimate_G(self, rows, y, sample_weight):
+        X_data, X_indices, X_indptr, is_dense = rows
+        n_features = self.theta_.shape[-1]
+        lipschitz = _lipschitz(self.loss, getattr(self, "epsilon", None))
+        G = gradient_bound(
+            X_data, X_indices, X_indptr, is_dense, n_features, self.fit_intercept,
+            y, sample_weight, 1.0 if lipschitz is None else lipschitz,
+            lipschitz is None,
+        )
+        return G if G > 0 else 1.0
+
+    def _run_epoch(self, k, rows, y, sample_weight, order):
+        if np.isnan(self.lambda_[k]):
+            if not np.any(sample_weight):
+                return 0.0, 0.0  # nothing to learn from, G not fixed yet
+            G = self._estimate_G(rows, y, sample_weight) if self.G is None else self.G
+            self.G_[k] = G
+            self.lambda_[k] = G / self.beta
+        theta = self.theta_ if self.theta_.ndim == 1 else self.theta_[k]
+        coef = self.coef_ if self.coef_.ndim == 1 else self.coef_[k]
+        problem = ImplicitFTRLProblem(
+            self._make_loss(),
+            self.update,
+            float(self.beta),
+            bool(self.fit_intercept),
+            theta,
+            coef,
+            self.intercept_theta_[k],
+            self.lambda_[k],
+            self.gamma_[k],
+            self.sq_norm_theta_[k],
+            self.t_,
+        )
+        X_data, X_indices, X_indptr, is_dense = rows
+        sum_loss, sum_weight = run_epoch(
+            problem, X_data, X_indices, X_indptr, is_dense, y, sample_weight, order
+        )
+        self.intercept_theta_[k] = problem.theta_intercept
+        self.intercept_[k] = problem.intercept
+        self.lambda_[k] = problem.lam
+        self.gamma_[k] = problem.gamma
+        self.sq_norm_theta_[k] = problem.sq_norm_theta
+        self.cumulative_loss_[k] += sum_loss
+        self.cumulative_weight_[k] += sum_weight
+        return sum_loss, sum_weight
+
+    def _update_average_loss(self):
+        weight = self.cumulative_weight_[0]
+        self.average_loss_ = (
+            float(self.cumulative_loss_.sum() / weight) if weight > 0 else np.nan
+        )
+
+
+_DOC_UPDATE = r"""
+    Generalized implicit FTRL (Chen & Orabona, 2023, Algorithm 1) with the
+    regulariser :math:`\psi_t(w) = \frac{\lambda_t}{2}\|w\|^2`: with
+    :math:`\theta_1 = 0`, round :math:`t` predicts with
+    :math:`w_t = \theta_t / \lambda_t`, pays :math:`\ell_t(w_t)`, takes
+    :math:`g_t \in \partial\ell_t(w_t)`, picks :math:`z_t` and sets
+    :math:`\theta_{t+1} = \theta_t - z_t`.  Here
+    :math:`\ell_t(w) = h_t\,\ell(y_t, \langle w, s_t\rangle)` with
+    :math:`s_t` the row (plus a constant-1 coordinate for the intercept) and
+    :math:`h_t` its sample weight.  ``update`` picks :math:`z_t`:
+
+    * ``"linear"``: :math:`z_t = g_t` (FTRL on linearised losses);
+    * ``"truncated"``: :math:`z_t = \min(1, \lambda_t\ell_t(w_t)/\|g_t\|^2)\,g_t`
+      (aProx on the truncated linear model, Corollary 6.2);
+    * ``"twostep"``: :math:`z_t = \nabla\ell_t(w_t - g_t/\lambda_t)`, a second
+      gradient at a look-ahead point (Mirror-Prox-like, section 5);
+    * ``"proximal"``: :math:`\theta_{t+1} = \lambda_t\,
+      \mathrm{Prox}_{\ell_t/\lambda_t}(w_t)`, i.e. the implicit update (eq. 7).
+
+    The proximal step uses the loss layer's closed forms (hinge, absolute,
+    squared, epsilon-insensitive, Huber) or, for the logistic loss, its
+    safeguarded one-dimensional Newton solve, exact to round-off.
+
+    :math:`\lambda_t` follows Corollary 4.3, two steps behind:
+    :math:`\lambda_1 = \lambda_2 = G/\beta`,
+    :math:`\lambda_{t+1} = \lambda_t + \gamma_{t-1}/\beta^2` with
+    :math:`\gamma_t = \max\big(0,\ \ell_t(w_t) - \ell_t(w_{t+1}) -
+    \frac{\lambda_t}{2}\|w_{t+1} - w_t\|^2\big)` (clipped at 0 so that
+    :math:`\lambda` never decreases).  A step costs O(nnz of the row):
+    :math:`\theta` changes only on the row's support, a weight is read as
+    :math:`\theta_j/\lambda` when its feature is touched, and
+    :math:`\|w_{t+1} - w_t\|^2` comes from a running :math:`\|\theta\|^2`.
+"""
+
+_DOC_PARAMS = """
+    update : {"proximal", "truncated", "twostep", "linear"}, default="proximal"
+        The choice of z_t (see above).
+    beta : float, default=1.0
+        The one hyper-parameter: lambda_1 = G / beta and lambda grows by
+        gamma / beta^2.  Large beta means long steps; the implicit updates
+        ("proximal", "truncated") tolerate a beta that is far too large,
+        "linear" does not.
+    G : float or None, default=None
+        Bound on the gradient norms ||g_t||.  None: estimated once, from the
+        first call to ``fit`` / ``partial_fit`` that has a row of non-zero
+        weight, before its first step, as ``max_i h_i L ||s_i||`` over that
+        call's rows (``s_i`` the row plus the constant 1 of the intercept,
+        ``h_i`` the sample weight, ``L = sup_p |l'(y_i, p)|``: 1 for hinge,
+        log, absolute and epsilon-insensitive losses, ``epsilon`` for Huber;
+        for the squared error, not Lipschitz, ``L = |y_i|``, the size of the
+        derivative at the starting point w = 0).  It is then fixed (``G_``)
+        for the life of the model: later chunks, epochs and warm starts do
+        not change it.  If the estimate is 0 (only zero rows), 1 is used.
+    fit_intercept : bool, default=True
+        Learn an intercept, as the weight of a constant-1 feature.  Like every
+        other coordinate it is governed by the regulariser (which is the step
+        size here, not a penalty): ``intercept_ = intercept_theta_ / lambda_``.
+    max_iter : int, default=1000
+        Maximum number of passes over the data in ``fit``; ``partial_fit``
+        makes one pass over its chunk.
+    tol : float or None, default=1e-3
+        ``fit`` stops when the progressive loss of an epoch has not dropped
+        below the best so far minus ``tol`` for ``n_iter_no_change``
+        consecutive epochs.  None: run ``max_iter`` epochs.
+    n_iter_no_change : int, default=5
+        See ``tol``.
+    shuffle : bool, default=True
+        Shuffle the rows before each epoch of ``fit``.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the shuffling.
+    warm_start : bool, default=False
+        If True, ``fit`` continues from the fitted state (theta, lambda, the
+        pending gamma, the step counter) instead of starting afresh.
+"""
+
+_DOC_ATTRS = """
+    theta_ : ndarray, same shape as ``coef_``
+        FTRL's theta (minus the sum of the z_t); ``coef_ = theta_ / lambda_``.
+    intercept_theta_ : ndarray of shape (n_problems,)
+        theta of the intercept coordinate.
+    lambda_ : ndarray of shape (n_problems,)
+        The current lambda_{t+1}, the one the next sample is predicted with.
+    gamma_ : ndarray of shape (n_problems,)
+        The last gamma_t, which enters lambda at the next step (two steps
+        behind).
+    G_ : ndarray of shape (n_problems,)
+        The gradient bound in use (``G``, or its estimate; NaN until fixed).
+    sq_norm_theta_ : ndarray of shape (n_problems,)
+        Running ||theta||^2 (intercept included).
+    cumulative_loss_, cumulative_weight_ : ndarray of shape (n_problems,)
+        Sum of ``h_t l_t(w_t)`` and of ``h_t`` over every step so far.
+    average_loss_ : float
+        The paper's metric, the averaged online loss
+        ``(1/t) sum_i l_i(w_i)`` over all steps taken so far (every epoch
+        and ``partial_fit`` call; weighted by the sample weights, and summed
+        over the one-vs-rest problems for a multi-class classifier).
+    loss_curve_ : list of float
+        The same average per epoch of the last ``fit`` (or per
+        ``partial_fit`` call).
+    t_ : int
+        Steps taken: processed samples of non-zero weight.
+    n_iter_ : int
+        Passes made by the last ``fit`` (1 for ``partial_fit``).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when X has string feature names.
+"""
+
+_DOC_NOTES = """
+    **Sample weights** are importance weights inside the implicit update: a
+    row of weight ``h`` is the round with loss ``h * l(y, <w, s>)``, in every
+    formula (``g_t``, ``z_t``, ``gamma_t``, the averaged loss and the
+    estimate of ``G``).  For ``"proximal"`` that is one proximal step with
+    step size ``h / lambda_t``; for the squared error its new margin
+    ``p + (y - p) * k / (1 + k)``, ``k = h ||s||^2 / lambda_t``, lies between
+    the old margin and the target for every ``h`` — a heavy row moves the
+    prediction towards its label, never past it.  "truncated" moves the
+    margin at most half-way to the target (``min(k, 1/2) (y - p)``);
+    "twostep" moves it by ``k (1 - k) (y - p)``, which never crosses the
+    target but goes *away* from it once ``k > 1``; "linear" moves it by
+    ``k (y - p)`` and overshoots once ``k > 1``.  A
+    weight of 2 is therefore *not* the same as the row twice.  Multiplying
+    every weight by ``c > 0`` with ``G=None`` gives the same model
+    (``G``, ``lambda`` and ``gamma`` all scale by ``c``); rows of weight 0
+    are not steps.
+
+    With the hinge loss, and the absolute and epsilon-insensitive losses,
+    "truncated" and "proximal" are the same update (the truncated linear
+    model is the loss itself).
+
+    **fit / partial_fit.** Chunks fed to ``partial_fit`` in order give the
+    model of one ``fit`` epoch with ``shuffle=False`` on their concatenation
+    (as long as ``G`` is given or the first chunk holds the row that
+    attains the estimate), and pickling between chunks changes nothing.
+
+    References
+    ----------
+    K. Chen, F. Orabona. Generalized Implicit Follow-The-Regularized-Leader.
+    ICML 2023, PMLR 202.
+
+    H. Asi, J. C. Duchi. Stochastic (approximate) proximal point methods:
+    convergence, optimality, and adaptivity. SIAM J. Optim. 29(3), 2019.
+"""
+
+
+class ImplicitFTRLRegressor(_ImplicitFTRLMixin, BaseOnlineLinearRegressor):
+    __doc__ = (
+        """Linear regression learnt online by generalized implicit FTRL.
+"""
+        + _DOC_UPDATE
+        + """
+    Parameters
+    ----------
+    loss : {"squared_error", "absolute_error", "epsilon_insensitive", \
+"huber"}, default="squared_error"
+        ``0.5 (p - y)^2``, ``|p - y|``, ``max(0, |p - y| - epsilon)``, or
+        Huber (quadratic up to ``|p - y| = epsilon``, linear beyond).
+    epsilon : float or None, default=None
+        Of "epsilon_insensitive" (default 0.1) and "huber" (default 1.0).
+"""
+        + _DOC_PARAMS
+        + """    verbose : int, default=0
+        Print one line per epoch / ``partial_fit`` call.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : ndarray of shape (1,)
+"""
+        + _DOC_ATTRS
+        + """
+    Notes
+    -----"""
+        + _DOC_NOTES
+        + """
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn_adaprox import ImplicitFTRLRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> reg = ImplicitFTRLRegressor(beta=100.0, random_state=0).fit(X, y)
+    >>> reg.score(X, y) > 0.4
+    True
+"""
+    )
+
+    _parameter_constraints: dict = {
+        **BaseOnlineLinearRegressor._parameter_constraints,
+        **_ImplicitFTRLMixin._ftrl_constraints,
+        "loss": [StrOptions({"squared_error", "absolute_error",
+                             "epsilon_insensitive", "huber"})],
+        "epsilon": [Interval(Real, 0, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        loss="squared_error",
+        *,
+        update="proximal",
+        beta=1.0,
+        G=None,
+        epsilon=None,
+        fit_intercept=True,
+        max_iter=1000,
+        tol=1e-3,
+        n_iter_no_change=5,
+        shuffle=True,
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+    ):
+        self.loss = loss
+        self.update = update
+        self.beta = beta
+        self.G = G
+        self.epsilon = epsilon
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    def _fit_or_partial_fit(self, X, y, sample_weight, partial):
+        if self.loss == "huber" and self.epsilon == 0:
+            raise ValueError("epsilon must be > 0 for the huber loss.")
+        super()._fit_or_partial_fit(X, y, sample_weight, partial)
+        self._update_average_loss()
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit by up to ``max_iter`` passes over (X, y).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, partial=False)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, sample_weight=None):
+        """Learn from one chunk of a stream: one pass, rows in order.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, partial=True)
+
+
+class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
+    __doc__ = (
+        """Linear classifier learnt online by generalized implicit FTRL.
+"""
+        + _DOC_UPDATE
+        + """
+    Labels are mapped to y in {-1, +1}; more than two classes are learnt
+    one-vs-rest, each problem with its own theta, lambda and gamma.
+
+    Parameters
+    ----------
+    loss : {"hinge", "log_loss"}, default="hinge"
+        ``max(0, 1 - y p)`` or ``log(1 + exp(-y p))``.
+"""
+        + _DOC_PARAMS
+        + """    class_weight : dict, "balanced" or None, default=None
+        Multiplies the sample weight of each row by the weight of its class
+        (refused as "balanced" by ``partial_fit``).
+    n_jobs : int or None, default=None
+        Threads for the one-vs-rest problems (the kernel releases the GIL).
+    verbose : int, default=0
+        Print one line per epoch / ``partial_fit`` call.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    classes_ : ndarray of shape (n_classes,)
+"""
+        + _DOC_ATTRS
+        + """
+    Notes
+    -----"""
+        + _DOC_NOTES
+        + """
+    Examples
+    --------
+    >>> from sklearn_adaprox import ImplicitFTRLClassifier
+    >>> from sklearn_adaprox.datasets import load_a9a
+    >>> X_train, y_train, X_test, y_test = load_a9a()
+    >>> clf = ImplicitFTRLClassifier(beta=10.0, max_iter=1, random_state=0)
+    >>> clf.fit(X_train, y_train).score(X_test, y_test) > 0.8
+    True
+"""
+    )
+
+    _parameter_constraints: dict = {
+        **BaseOnlineLinearClassifier._parameter_constraints,
+        **_ImplicitFTRLMixin._ftrl_constraints,
+        "loss": [StrOptions({"hinge", "log_loss"})],
+    }
+
+    def __init__(
+        self,
+        loss="hinge",
+        *,
+        update="proximal",
+        beta=1.0,
+        G=None,
+        fit_intercept=True,
+        max_iter=1000,
+        tol=1e-3,
+        n_iter_no_change=5,
+        shuffle=True,
+        random_state=None,
+        warm_start=False,
+        class_weight=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.loss = loss
+        self.update = update
+        self.beta = beta
+        self.G = G
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
+        super()._fit_or_partial_fit(X, y, sample_weight, classes, partial)
+        self._update_average_loss()
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit by up to ``max_iter`` passes over (X, y).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, None, partial=False)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Learn from one chunk of a stream: one pass, rows in order.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the labels of the stream; required on the first call.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, classes, partial=True)
+
+    @available_if(lambda est: est.loss == "log_loss")
+    def predict_proba(self, X):
+        """Logistic probabilities; one-vs-rest rows are normalised.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        return self._predict_proba_from_loss(X, self.loss)
+
+    @available_if(lambda est: est.loss == "log_loss")
+    def predict_log_proba(self, X):
+        """Logarithm of ``predict_proba``."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))

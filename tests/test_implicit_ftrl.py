@@ -1,0 +1,393 @@
+"""ImplicitFTRLRegressor / ImplicitFTRLClassifier against their NumPy
+transcription (tests/reference_implicit_ftrl.py), and their own promises."""
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes
+from sklearn.preprocessing import StandardScaler
+
+from reference_implicit_ftrl import (
+    gradient_bound_reference,
+    implicit_ftrl_reference,
+    loss_derivative,
+)
+from sklearn_adaprox import ImplicitFTRLClassifier, ImplicitFTRLRegressor
+from sklearn_adaprox._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
+from sklearn_adaprox._loss import make_loss
+from sklearn_adaprox.datasets import load_a9a
+
+UPDATES = ["linear", "truncated", "twostep", "proximal"]
+CLF_LOSSES = ["hinge", "log_loss"]
+REG_LOSSES = ["squared_error", "absolute_error", "epsilon_insensitive", "huber"]
+EPSILON = {"epsilon_insensitive": 0.1, "huber": 0.8}
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """Sparse-ish rows (many idle features per step), weights with zeros."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(150, 12) * (rng.rand(150, 12) < 0.4)
+    coef = rng.randn(12)
+    target = X @ coef + 0.5 + 0.3 * rng.randn(150)
+    y_pm = np.where(target > 0.5, 1.0, -1.0)
+    sample_weight = rng.uniform(0.2, 3.0, 150)
+    sample_weight[::13] = 0.0
+    return X, y_pm, target, sample_weight
+
+
+def _estimator(loss, **params):
+    common = {"max_iter": 1, "tol": None, "shuffle": False, **params}
+    if loss in CLF_LOSSES:
+        return ImplicitFTRLClassifier(loss=loss, **common)
+    return ImplicitFTRLRegressor(loss=loss, epsilon=EPSILON.get(loss), **common)
+
+
+def _row(a):
+    return a if a.ndim == 1 else a[0]
+
+
+# 1. kernel == NumPy transcription, all four updates ----------------------
+# With beta = 30, "linear" and "twostep" on the unbounded regression losses
+# make the iterates explode: a round-off difference in one gamma_t (a
+# difference of two large losses) then grows to ~1e-9 within 100 steps.  The
+# kernel and the reference still agree to ~1e-14 on lambda, but not to 1e-10
+# on exploding weights, so that regime is checked at beta <= 3 only.
+KERNEL_CASES = [
+    (loss, update, beta)
+    for loss, update, beta in itertools.product(
+        CLF_LOSSES + REG_LOSSES, UPDATES, [0.3, 3.0, 30.0])
+    if not (beta > 10 and update in ("linear", "twostep") and loss in REG_LOSSES)
+]
+
+
+@pytest.mark.parametrize("loss, update, beta", KERNEL_CASES)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_kernel_matches_numpy_transcription(problem, loss, update, fit_intercept,
+                                            weighted, beta):
+    X, y_pm, target, sample_weight = problem
+    y = y_pm if loss in CLF_LOSSES else target
+    if not weighted:
+        sample_weight = np.ones_like(sample_weight)
+    est = _estimator(loss, update=update, beta=beta, fit_intercept=fit_intercept)
+    G = gradient_bound_reference(X, y, sample_weight, loss=loss,
+                                 fit_intercept=fit_intercept, epsilon=EPSILON.get(loss))
+    ref = implicit_ftrl_reference(X, y, sample_weight, loss=loss, update=update,
+                                  beta=beta, G=G, fit_intercept=fit_intercept,
+                                  epsilon=EPSILON.get(loss))
+    # lambda really moves, so the schedule is exercised.
+    # With a large beta, "linear" (and "twostep") can make every gamma_t
+    # negative (the step overshoots, the loss goes up): lambda then stays put.
+    if beta < 1:
+        assert ref["lam"] > 1.01 * G / beta
+    for X_in in (X, sp.csr_matrix(X)):
+        est.fit(X_in, y, sample_weight=sample_weight)
+        assert_allclose(est.G_[0], G, rtol=1e-14)
+        assert_allclose(_row(est.coef_), ref["coef"], rtol=1e-10, atol=1e-10)
+        assert_allclose(est.intercept_[0], ref["intercept"], rtol=1e-10, atol=1e-10)
+        assert_allclose(_row(est.theta_), ref["theta"], rtol=1e-10, atol=1e-10)
+        assert_allclose(est.intercept_theta_[0], ref["theta_intercept"], rtol=1e-10,
+                        atol=1e-10)
+        assert_allclose(est.lambda_[0], ref["lam"], rtol=1e-10)
+        assert_allclose(est.gamma_[0], ref["gamma"], rtol=1e-8, atol=1e-10)
+        assert_allclose(est.sq_norm_theta_[0],
+                        ref["theta"] @ ref["theta"] + ref["theta_intercept"] ** 2,
+                        rtol=1e-10)
+        assert est.t_ == ref["t"]
+        assert_allclose(est.average_loss_, ref["sum_loss"] / ref["sum_weight"],
+                        rtol=1e-10)
+        assert_allclose(est.loss_curve_[0], est.average_loss_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss, update", [("log_loss", "twostep"),
+                                          ("absolute_error", "proximal"),
+                                          ("squared_error", "linear")])
+def test_lambda_schedule_step_by_step(problem, loss, update):
+    """lambda_t after every single step (partial_fit one row at a time) is the
+    transcription's: lambda_1 = lambda_2 = G/beta, then two steps behind."""
+    X, y_pm, target, _ = problem
+    X, y_pm, target = X[:60], y_pm[:60], target[:60]
+    y = y_pm if loss in CLF_LOSSES else target
+    beta = 2.0
+    est = _estimator(loss, update=update, beta=beta, G=3.0)
+    ref = implicit_ftrl_reference(X, y, np.ones(60), loss=loss, update=update,
+                                  beta=beta, G=3.0, fit_intercept=True)
+    lambdas = []
+    for i in range(60):
+        kwargs = {"classes": [-1, 1]} if loss in CLF_LOSSES else {}
+        est.partial_fit(X[i:i + 1], y[i:i + 1], **kwargs)
+        lambdas.append(est.lambda_[0])
+    # lambdas[i] is lambda_{i+2}: the one the next sample will use
+    assert_allclose(ref["lambdas"][0], 3.0 / beta)
+    assert_allclose(ref["lambdas"][1], 3.0 / beta)
+    assert_allclose(lambdas[:-1], ref["lambdas"][1:], rtol=1e-10)
+    assert np.all(np.diff(lambdas) >= 0)
+    assert lambdas[-1] > lambdas[0]
+
+
+def test_multiclass_is_one_vs_rest(problem):
+    X, _, target, sample_weight = problem
+    y = np.digitize(target, [-0.5, 1.0])  # three classes
+    clf = ImplicitFTRLClassifier(loss="log_loss", update="truncated", beta=3.0,
+                                 max_iter=1, tol=None, shuffle=False)
+    clf.fit(sp.csr_matrix(X), y, sample_weight=sample_weight)
+    for k in range(3):
+        y_k = np.where(y == k, 1.0, -1.0)
+        G = gradient_bound_reference(X, y_k, sample_weight, loss="log_loss",
+                                     fit_intercept=True)
+        ref = implicit_ftrl_reference(X, y_k, sample_weight, loss="log_loss",
+                                      update="truncated", beta=3.0, G=G,
+                                      fit_intercept=True)
+        assert_allclose(clf.coef_[k], ref["coef"], rtol=1e-10, atol=1e-10)
+        assert_allclose(clf.intercept_[k], ref["intercept"], rtol=1e-10, atol=1e-10)
+        assert_allclose(clf.lambda_[k], ref["lam"], rtol=1e-10)
+
+
+# 2. one step of the kernel, on random states --------------------------------
+def _one_step(loss_name, update, theta, theta_b, lam, row, y, h, beta=1.0):
+    """theta_{t+1} (with its intercept entry) after one kernel step."""
+    theta = theta.copy()
+    coef = np.zeros_like(theta)
+    problem = ImplicitFTRLProblem(
+        make_loss(loss_name, epsilon=EPSILON.get(loss_name)), update, beta, True,
+        theta, coef, theta_b, lam, 0.0, float(theta @ theta + theta_b**2), 0)
+    run_epoch(problem, row.copy(), np.arange(row.size, dtype=np.int32),
+              np.zeros(1, dtype=np.int32), True, np.array([y]), np.array([h]),
+              np.zeros(1, dtype=np.int64))
+    return np.r_[theta, problem.theta_intercept]
+
+
+def _random_states(loss, n, seed):
+    rng = np.random.RandomState(seed)
+    for _ in range(n):
+        d = rng.randint(1, 8)
+        theta = rng.randn(d) * rng.choice([0.1, 1.0, 10.0])
+        theta_b = rng.randn()
+        row = rng.randn(d) * rng.choice([0.1, 1.0, 5.0])
+        lam = 10.0 ** rng.uniform(-3, 3)
+        h = 10.0 ** rng.uniform(-2, 2)
+        if loss in CLF_LOSSES:
+            y = rng.choice([-1.0, 1.0])
+        else:
+            y = rng.randn() * 5
+        yield theta, theta_b, row, lam, h, y
+
+
+@pytest.mark.parametrize("loss", CLF_LOSSES + REG_LOSSES)
+def test_proximal_step_satisfies_its_optimality_condition(loss):
+    """x = theta_{t+1} / lambda_t minimises (h/lambda_t) l(y, <x, s>) +
+    1/2 ||x - w_t||^2:  x - w_t = c s with -c lambda_t / h in the
+    subdifferential of l at <x, s> (to 1e-12)."""
+    eps = EPSILON.get(loss)
+    for theta, theta_b, row, lam, h, y in _random_states(loss, 300, seed=1):
+        s = np.r_[row, 1.0]
+        w = np.r_[theta, theta_b] / lam
+        x = _one_step(loss, "proximal", theta, theta_b, lam, row, y, h) / lam
+        # round-off scale of the computation: sizes of w, x and of <x, s>
+        scale = max(1.0, np.abs(x).max(), np.abs(w).max())
+        q = x @ s
+        tau = 1e-12 * max(1.0, np.abs(x * s).sum())
+        lo = loss_derivative(loss, y, q - tau, eps)   # subdifferential at q,
+        hi = loss_derivative(loss, y, q + tau, eps)   # widened by round-off
+        slope = -((x - w) @ s) / (s @ s) * lam / h
+        best = min(max(slope, lo), hi)
+        residual = x - w + (h / lam) * best * s
+        assert np.abs(residual).max() <= 1e-12 * scale, (loss, lo, slope, hi)
+
+
+@pytest.mark.parametrize("update", UPDATES)
+def test_heavy_weight_does_not_overshoot_for_squared_error(update):
+    """The documented rule: the implicit step of a weight-h row moves the
+    margin towards the target, never past it ("linear" does)."""
+    overshoots = 0
+    for theta, theta_b, row, lam, h, y in _random_states("squared_error", 200, seed=2):
+        h = h * 1e4
+        s = np.r_[row, 1.0]
+        p = np.r_[theta, theta_b] @ s / lam
+        new = _one_step("squared_error", update, theta, theta_b, lam, row, y, h)
+        p_step = new @ s / lam  # margin of theta_{t+1} / lambda_t
+        tol = 1e-9 * max(1.0, abs(p), abs(y))
+        if update == "linear":
+            overshoots += (p_step - y) * (p - y) < 0
+        else:
+            assert (p_step - y) * (p - y) >= -tol  # never crosses the target
+            if update != "twostep":  # twostep may move away (k > 1; Notes)
+                assert abs(p_step - y) <= abs(p - y) + tol
+    if update == "linear":
+        assert overshoots > 100
+
+
+@pytest.mark.parametrize("loss", ["hinge", "absolute_error", "epsilon_insensitive"])
+def test_truncated_equals_proximal_for_piecewise_linear_losses(problem, loss):
+    X, y_pm, target, sample_weight = problem
+    y = y_pm if loss in CLF_LOSSES else target
+    models = [_estimator(loss, update=u, beta=5.0).fit(X, y, sample_weight=sample_weight)
+              for u in ("truncated", "proximal")]
+    assert_allclose(_row(models[0].coef_), _row(models[1].coef_), rtol=1e-12, atol=1e-12)
+    assert_allclose(models[0].lambda_, models[1].lambda_, rtol=1e-12)
+
+
+# 3. G, sample weights, averaged loss ---------------------------------------
+def test_G_is_estimated_once_and_then_fixed(problem):
+    X, _, target, _ = problem
+    reg = _estimator("squared_error")
+    reg.partial_fit(X[:50], target[:50], sample_weight=np.zeros(50))
+    assert np.isnan(reg.G_[0])  # nothing learnt yet, G not fixed
+    reg.partial_fit(X[:50], target[:50])
+    G = gradient_bound_reference(X[:50], target[:50], np.ones(50),
+                                 loss="squared_error", fit_intercept=True)
+    assert_allclose(reg.G_[0], G, rtol=1e-14)
+    reg.partial_fit(10 * X[50:], 10 * target[50:])  # far larger gradients
+    assert_allclose(reg.G_[0], G, rtol=1e-14)
+    given = _estimator("squared_error", G=2.5).fit(X, target)
+    assert given.G_[0] == 2.5
+
+
+def test_chunks_equal_one_pass_at_the_estimated_G(problem):
+    """The contract's chunks == one pass, for G=None: G is fixed by the first
+    call, so chunks reproduce the one-pass model once they use its G (given,
+    or estimated from a first chunk that holds the row attaining it)."""
+    X, y_pm, _, sample_weight = problem
+    whole = _estimator("log_loss").fit(X, y_pm, sample_weight=sample_weight)
+    G = gradient_bound_reference(X, y_pm, sample_weight, loss="log_loss",
+                                 fit_intercept=True)
+    first = int(np.argmax(sample_weight * np.sqrt((X**2).sum(axis=1) + 1)))
+    for params, bounds in (({"G": whole.G_[0]}, [0, 5, 60, 150]),
+                           ({}, [0, first + 1, 100, 150])):
+        chunked = _estimator("log_loss", **params)
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            chunked.partial_fit(X[lo:hi], y_pm[lo:hi], classes=[-1, 1],
+                                sample_weight=sample_weight[lo:hi])
+        assert_allclose(chunked.G_, [G], rtol=1e-14)
+        assert_allclose(chunked.coef_, whole.coef_, rtol=0, atol=1e-12)
+        assert_allclose(chunked.intercept_, whole.intercept_, rtol=0, atol=1e-12)
+
+
+def test_twostep_stalls_on_the_hinge_when_the_look_ahead_clears_the_margin():
+    """Documented: with the (non-smooth) hinge, once ||s||^2 / lambda_t >= 1 for
+    every row, the look-ahead point w_t - g_t / lambda_t has margin >= 1, its
+    subgradient is 0 and z_t = 0: from w = 0 nothing ever moves."""
+    X, y, _, _ = load_a9a()
+    X, y = X[:2000], y[:2000]
+    stalled = ImplicitFTRLClassifier(update="twostep", beta=100.0, max_iter=1,
+                                     tol=None).fit(X, y)
+    assert not np.any(stalled.coef_) and stalled.intercept_[0] == 0.0
+    assert stalled.average_loss_ == 1.0
+    moving = ImplicitFTRLClassifier(update="twostep", beta=0.05, max_iter=1,
+                                    tol=None).fit(X, y)
+    assert moving.average_loss_ < 0.9
+
+
+@pytest.mark.parametrize("loss", ["hinge", "log_loss", "squared_error", "huber"])
+def test_scaling_all_weights_gives_the_same_model(problem, loss):
+    X, y_pm, target, sample_weight = problem
+    y = y_pm if loss in CLF_LOSSES else target
+    est = _estimator(loss, update="proximal", beta=2.0, max_iter=2)
+    base = clone(est).fit(X, y, sample_weight=sample_weight)
+    scaled = clone(est).fit(X, y, sample_weight=7.0 * sample_weight)
+    assert_allclose(_row(scaled.coef_), _row(base.coef_), rtol=1e-9, atol=1e-12)
+    assert_allclose(scaled.lambda_, 7.0 * base.lambda_, rtol=1e-10)
+    assert_allclose(scaled.average_loss_, base.average_loss_, rtol=1e-10)
+
+
+def test_average_loss_is_over_all_steps(problem):
+    X, _, target, _ = problem
+    whole = _estimator("absolute_error").fit(X, target)
+    chunked = _estimator("absolute_error")
+    for lo, hi in ((0, 40), (40, 41), (41, 150)):
+        chunked.partial_fit(X[lo:hi], target[lo:hi])
+    assert_allclose(chunked.average_loss_, whole.average_loss_, rtol=1e-12)
+    assert_allclose(chunked.average_loss_,
+                    np.average(chunked.loss_curve_, weights=[40, 1, 109]), rtol=1e-12)
+    two = _estimator("absolute_error", max_iter=2).fit(X, target)
+    assert_allclose(two.average_loss_, np.mean(two.loss_curve_), rtol=1e-12)
+
+
+def test_bad_huber_epsilon_raises_and_changes_nothing(problem):
+    X, _, target, _ = problem
+    reg = ImplicitFTRLRegressor(loss="huber", epsilon=0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        reg.fit(X, target)
+    assert not hasattr(reg, "coef_")
+
+
+# 4. robustness to beta on real data (a small version of the benchmark) -----
+def _averaged_losses(make, X, y, betas):
+    return np.array([make(beta).fit(X, y).average_loss_ for beta in betas])
+
+
+def test_implicit_updates_are_robust_to_beta_on_a9a():
+    X, y, _, _ = load_a9a()
+    rng = np.random.RandomState(0)
+    idx = rng.permutation(X.shape[0])[:4000]
+    X, y = X[idx], y[idx]
+    betas = np.logspace(-3, 3, 7)
+    curves = {
+        update: _averaged_losses(
+            lambda b: ImplicitFTRLClassifier(update=update, beta=b, max_iter=1,
+                                             tol=None, shuffle=False), X, y, betas)
+        for update in ("linear", "truncated", "proximal")
+    }
+    large = betas >= 1
+    for update in ("truncated", "proximal"):
+        # a too large beta costs little (about 1.2x on this sample) ...
+        assert curves[update][large].max() < 2.0 * curves[update].min(), curves[update]
+        # ... and even beta = 1e-3 (no progress in one pass) stays within 3x
+        assert curves[update].max() < 3.0 * curves[update].min(), curves[update]
+    # while linear FTRL blows up (over 100x on this sample)
+    assert curves["linear"].max() > 10 * curves["linear"].min(), curves["linear"]
+    # and the implicit updates are never much worse than linear at any beta
+    assert np.all(curves["proximal"] <= 1.05 * curves["linear"])
+
+
+def test_implicit_updates_are_robust_to_beta_on_diabetes():
+    """Absolute loss, raw targets (mean 152), one pass of 442 rows.  A large
+    beta is harmless to "proximal" (= "truncated" here) and ruinous to
+    "linear"; a small beta makes every update equally slow (lambda_1 = G/beta
+    is so large that no update gets far from w = 0 in one pass)."""
+    X, y = load_diabetes(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    betas = np.logspace(-3, 8, 12)
+    curves = {
+        update: _averaged_losses(
+            lambda b: ImplicitFTRLRegressor(loss="absolute_error", update=update,
+                                            beta=b, max_iter=1, tol=None,
+                                            shuffle=False), X, y, betas)
+        for update in ("linear", "proximal")
+    }
+    large = betas >= 1e2
+    best = curves["proximal"].min()
+    assert curves["proximal"][large].max() < 2.5 * best, curves["proximal"]
+    assert curves["linear"][large].max() > 100 * curves["linear"].min(), curves["linear"]
+    small = betas <= 1e-1
+    assert_allclose(curves["proximal"][small], curves["linear"][small], rtol=0.01)
+    # and the implicit update is nowhere worse than the linear one
+    assert np.all(curves["proximal"] <= 1.01 * curves["linear"])
+
+
+# 5. classifier extras ---------------------------------------------------------
+def test_predict_proba_log_loss():
+    X_train, y_train, X_test, y_test = load_a9a()
+    clf = ImplicitFTRLClassifier(loss="log_loss", beta=1.0, max_iter=1,
+                                 random_state=0).fit(X_train, y_train)
+    proba = clf.predict_proba(X_test)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert_array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(X_test))
+    from sklearn.metrics import log_loss
+    base = np.mean(y_train == 1)
+    assert log_loss(y_test, proba) < log_loss(y_test, np.full(len(y_test), base))
+    assert clf.score(X_test, y_test) > 0.83
+    assert not hasattr(ImplicitFTRLClassifier(loss="hinge"), "predict_proba")
+
+
+def test_regressor_learns_diabetes():
+    X, y = load_diabetes(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    for update in UPDATES:
+        reg = ImplicitFTRLRegressor(update=update, beta=10.0, random_state=0,
+                                    max_iter=20, tol=None).fit(X, y)
+        assert reg.score(X, y) > 0.45, update
