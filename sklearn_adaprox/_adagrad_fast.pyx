@@ -194,7 +194,17 @@ cdef inline double da_margin(const floating* x, const index_t* idx, Py_ssize_t n
                              const double* acc, double t, Hyper h) noexcept nogil:
     # Dual averaging: weights are closed forms of (u, root, t); none is stored.
     cdef Py_ssize_t k, j
-    cdef double p = 0.0
+    cdef double p = 0.0, shift, den
+    if h.l1 == 0.0:
+        # No threshold: w_j = -eta u_j / (root_j + delta + eta l2 t), where
+        # the denominator is 0 only for an untouched (u_j = 0) coordinate.
+        shift = h.delta + h.eta * h.l2 * t
+        for k in range(nnz):
+            j = 2 * idx[k]
+            den = acc[j + 1] + shift
+            if den > 0.0:
+                p += acc[j] * x[k] / den
+        return -h.eta * p
     for k in range(nnz):
         if x[k] == 0.0:
             continue
