@@ -21,7 +21,7 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from scipy.special import expit
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils import check_random_state, compute_class_weight
@@ -189,6 +189,41 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         "n_jobs": [Integral, None],
     }
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit by up to ``max_iter`` passes over (X, y), from scratch unless
+        ``warm_start``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, None, partial=False)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Learn from one chunk of a stream: one pass, rows in order.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), default=None
+            All the labels of the stream; required on the first call.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, classes, partial=True)
+
     # ------------------------------------------------------------------
     # validation: nothing here changes fitted state (except the feature
     # count and names on a first call, which _validate_atomically rolls back
@@ -309,6 +344,39 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
     """
 
     _parameter_constraints: dict = {**BaseOnlineLinearModel._parameter_constraints}
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit by up to ``max_iter`` passes over (X, y), from scratch unless
+        ``warm_start``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, partial=False)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, sample_weight=None):
+        """Learn from one chunk of a stream: one pass, rows in order.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : object
+        """
+        return self._fit_or_partial_fit(X, y, sample_weight, partial=True)
 
     def _validate_input(self, X, y, sample_weight, partial):
         first_call = not hasattr(self, "t_") or not (partial or self.warm_start)

@@ -2,7 +2,6 @@
 from numbers import Real
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -336,38 +335,6 @@ class ImplicitFTRLRegressor(_ImplicitFTRLMixin, BaseOnlineLinearRegressor):
         self._update_average_loss()
         return self
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit by up to ``max_iter`` passes over (X, y).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : object
-        """
-        return self._fit_or_partial_fit(X, y, sample_weight, partial=False)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, sample_weight=None):
-        """Learn from one chunk of a stream: one pass, rows in order.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : object
-        """
-        return self._fit_or_partial_fit(X, y, sample_weight, partial=True)
-
 
 class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
     __doc__ = (
@@ -458,40 +425,6 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         super()._fit_or_partial_fit(X, y, sample_weight, classes, partial)
         self._update_average_loss()
         return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit by up to ``max_iter`` passes over (X, y).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : object
-        """
-        return self._fit_or_partial_fit(X, y, sample_weight, None, partial=False)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Learn from one chunk of a stream: one pass, rows in order.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        classes : array-like of shape (n_classes,), default=None
-            All the labels of the stream; required on the first call.
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : object
-        """
-        return self._fit_or_partial_fit(X, y, sample_weight, classes, partial=True)
 
     @available_if(lambda est: est.loss == "log_loss")
     def predict_proba(self, X):

@@ -14,7 +14,6 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, lstsq
 from scipy.special import expit
-from sklearn.base import _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
@@ -589,41 +588,6 @@ reservoir_weight_ : ndarray
         self.verbose = verbose
 
     # ------------------------------------------------------------------
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit by dual averaging then the local phase, on the whole (X, y).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : object
-        """
-        return self._fit_or_partial_fit(X, y, sample_weight, None, partial=False)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Dual averaging over one chunk, then (if the support is stable)
-        the local phase on the reservoir of the stream.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        classes : array-like of shape (n_classes,), default=None
-            All the labels of the stream; required on the first call.
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : object
-        """
-        return self._fit_or_partial_fit(X, y, sample_weight, classes, partial=True)
-
     def predict_proba(self, X):
         """Logistic class probabilities (one-vs-rest rows normalised).
 

@@ -6,6 +6,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ._base import _check_float_dtype
+
 __all__ = ["make_sparse_zipf"]
 
 # Number of feature draws processed per chunk of rows (bounds the temporary
@@ -51,18 +53,6 @@ def _check_real(value, name, *, low, high, low_open=False, high_open=False):
         )
         raise ValueError(f"{name} must be in {interval}, got {value!r}.")
     return value
-
-
-def _check_float_dtype(dtype):
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError as exc:
-        raise ValueError(
-            f"dtype must be np.float32 or np.float64, got {dtype!r}."
-        ) from exc
-    if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(f"dtype must be np.float32 or np.float64, got {dtype!r}.")
-    return dtype
 
 
 # --------------------------------------------------------------------------
