@@ -149,7 +149,9 @@ class BaseOnlineLinearModel(BaseEstimator):
                 )
             if partial or self.tol is None or total_weight == 0:
                 continue
-            if epoch_loss > best_loss - self.tol:
+            # a NaN loss (nothing to measure, e.g. no pair of opposite
+            # labels) counts as no improvement
+            if not epoch_loss <= best_loss - self.tol:
                 n_no_improvement += 1
             else:
                 n_no_improvement = 0

@@ -1,0 +1,246 @@
+"""PairwiseAUCClassifier against its NumPy transcription, and its own promises."""
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.linear_model import LogisticRegression, SGDClassifier
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.preprocessing import MinMaxScaler
+
+from reference_pairwise_auc import pairwise_auc_reference
+from sklearn_adaprox import PairwiseAUCClassifier
+from sklearn_adaprox._pairwise_auc_fast import momentum_window
+from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
+
+LOSSES = ["hinge", "square", "logistic", "logit_square"]
+ALGORITHMS = ["aogd", "aogd_strongly_convex", "ogd"]
+
+
+@pytest.fixture(scope="module")
+def stream():
+    """Sparse rows plus a few rare columns that stay idle for hundreds of
+    steps, so the lazy momentum (live and archived stamps) and the lazy
+    projection scale are all exercised."""
+    rng = np.random.RandomState(0)
+    n, d = 900, 24
+    X = rng.randn(n, d) * (rng.rand(n, d) < 0.15)
+    for j in range(16, d):
+        X[:, j] = 0.0
+        rows = rng.choice(n, 3, replace=False)
+        X[rows, j] = 3.0 * rng.randn(3)
+    y = np.where(X @ rng.randn(d) + 0.5 * rng.randn(n) > 0.3, 1, -1)
+    sample_weight = rng.uniform(0.3, 2.0, n)
+    sample_weight[::13] = 0.0
+    return X, y, sample_weight
+
+
+def _assert_matches(clf, ref, one_pass=True):
+    scale = max(1.0, np.abs(ref["w"]).max())
+    assert_allclose(clf.coef_[0], ref["w"], rtol=0, atol=1e-10 * scale)
+    assert_allclose(clf.momentum_[0], ref["m"], rtol=0, atol=1e-10 * scale)
+    assert_allclose(clf.total_sq_gradient_[0], ref["v"], rtol=1e-10)
+    assert_allclose(clf.sum_sq_gradient_[0], ref["ssq"], rtol=1e-10, atol=1e-300)
+    assert clf.t_ == ref["t"]
+    assert_allclose(clf.progressive_auc_, ref["ordered_weight"] / ref["pair_weight"],
+                    rtol=1e-12)
+    if one_pass:
+        assert_allclose(clf.loss_curve_[-1], ref["sum_loss"] / ref["sum_weight"],
+                        rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "loss, algorithm, adaptive",
+    [
+        (loss, alg, ad)
+        for loss, alg, ad in itertools.product(LOSSES, ALGORITHMS, ["norm", "coordinate"])
+        # ogd has no adaptive variant; the strongly convex step eta / v_j with
+        # the vanishing gradients of the non-convex loss has no bounded
+        # trajectory to compare (v_j -> tiny, steps -> 1e100)
+        if not (alg == "ogd" and ad == "coordinate")
+        and not (alg == "aogd_strongly_convex" and ad == "coordinate"
+                 and loss == "logit_square")
+    ],
+)
+@pytest.mark.parametrize("project", [False, True])
+@pytest.mark.parametrize("theta", [0.5, 0.9])
+def test_kernel_matches_numpy_transcription(stream, loss, algorithm, adaptive, project,
+                                            theta):
+    X, y, sample_weight = stream
+    params = dict(loss=loss, algorithm=algorithm, adaptive=adaptive, eta=0.3,
+                  theta=theta, radius=None)
+    ref = pairwise_auc_reference(X, y, sample_weight, **params)
+    radius = None
+    if project:
+        # a ball that the unconstrained iterates leave
+        radius = params["radius"] = 0.5 * np.linalg.norm(ref["w"])
+        ref = pairwise_auc_reference(X, y, sample_weight, **params)
+    for X_in in (X, sp.csr_matrix(X)):
+        clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, **params)
+        clf.fit(X_in, y, sample_weight=sample_weight)
+        _assert_matches(clf, ref)
+    if radius is not None:
+        # the projection was active, and it holds
+        assert ref["n_projections"] > 0
+        assert np.linalg.norm(clf.coef_) <= radius * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("theta", [0.0, 0.1, 0.99, 0.999])
+@pytest.mark.parametrize("adaptive", ["norm", "coordinate"])
+def test_kernel_matches_numpy_transcription_over_theta(stream, theta, adaptive):
+    """Momentum windows and block lengths of very different sizes."""
+    X, y, sample_weight = stream
+    params = dict(loss="hinge", algorithm="aogd", adaptive=adaptive, eta=0.3,
+                  theta=theta, radius=0.4)
+    ref = pairwise_auc_reference(X, y, sample_weight, **params)
+    assert ref["n_projections"] > 0
+    for X_in in (X, sp.csr_matrix(X)):
+        clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, **params)
+        _assert_matches(clf.fit(X_in, y, sample_weight=sample_weight), ref)
+
+
+def test_momentum_window_really_reaches_archived_stamps(stream):
+    """Some rare coordinate must stay idle for more than J steps between two
+    touches, or the archived-stamp branch of the kernel is never compared."""
+    X, y, _ = stream
+    J = momentum_window(0.5)
+    gaps = [np.diff(np.flatnonzero(X[:, j])).max() for j in range(16, X.shape[1])]
+    assert max(gaps) > J + 1
+    assert momentum_window(0.9) > 300  # the documented order of magnitude
+    assert momentum_window(0.0) == 0
+
+
+def test_chunks_continue_the_pair_and_match_the_reference(stream):
+    """The last row of a call pairs with the first row of the next one."""
+    X, y, sample_weight = stream
+    params = dict(loss="hinge", algorithm="aogd", adaptive="norm", eta=0.3, theta=0.9,
+                  radius=0.5)
+    ref = pairwise_auc_reference(X, y, sample_weight, **params)
+    clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, **params)
+    bounds = [0, 1, 2, 57, 300, 301, 900]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        clf.partial_fit(sp.csr_matrix(X[lo:hi]), y[lo:hi], classes=[-1, 1],
+                        sample_weight=sample_weight[lo:hi])
+        clf = pickle.loads(pickle.dumps(clf))
+    _assert_matches(clf, ref, one_pass=False)
+    # two one-row calls with different labels form one active pair
+    two = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False)
+    i, j = np.flatnonzero(y == 1)[0], np.flatnonzero(y == -1)[0]
+    two.partial_fit(X[[i]], y[[i]], classes=[-1, 1])
+    assert not np.any(two.coef_)
+    two.partial_fit(X[[j]], y[[j]])
+    assert two.pair_weight_ == 1.0 and np.any(two.coef_)
+
+
+def test_multiclass_is_a_clear_error_and_changes_nothing():
+    X, y = load_digits(n_class=3, return_X_y=True)
+    clf = PairwiseAUCClassifier()
+    with pytest.raises(ValueError, match="Only binary classification"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "coef_")
+    with pytest.raises(ValueError, match="Only binary classification"):
+        clf.partial_fit(X, y, classes=[0, 1, 2])
+    assert not hasattr(clf, "coef_")
+    clf.partial_fit(X[y < 2], y[y < 2], classes=[0, 1])
+    coef = clf.coef_.copy()
+    with pytest.raises(ValueError, match="not in classes"):
+        clf.partial_fit(X, y)
+    assert_array_equal(clf.coef_, coef)
+    assert not PairwiseAUCClassifier().__sklearn_tags__().classifier_tags.multi_class
+
+
+def test_threshold_makes_predict_sensible_on_a9a():
+    X_train, y_train, X_test, y_test = load_a9a()
+    clf = PairwiseAUCClassifier(max_iter=1, random_state=0).fit(X_train, y_train)
+    scores = clf.decision_function(X_test)
+    assert_array_equal(clf.predict(X_test), clf.classes_[(scores > 0).astype(int)])
+    majority = max(np.mean(y_test == 1), np.mean(y_test == -1))
+    logreg = LogisticRegression(max_iter=1000).fit(X_train, y_train)
+    # a sensible threshold: better than the majority vote, near logistic
+    # regression's accuracy
+    assert clf.score(X_test, y_test) > majority + 0.05
+    assert clf.score(X_test, y_test) > logreg.score(X_test, y_test) - 0.03
+    # the ranking itself is as good as logistic regression's
+    assert roc_auc_score(y_test, scores) > roc_auc_score(
+        y_test, logreg.decision_function(X_test)) - 0.01
+    # and the prequential AUC estimate is close to the test AUC
+    assert abs(clf.progressive_auc_ - roc_auc_score(y_test, scores)) < 0.03
+    no_threshold = clone(clf).set_params(fit_intercept=False).fit(X_train, y_train)
+    assert no_threshold.intercept_[0] == 0.0
+    assert_array_equal(no_threshold.coef_, clf.coef_)
+
+
+def test_class_weight_moves_the_threshold_not_the_ranking():
+    X_train, y_train, X_test, _ = load_a9a()
+    base = PairwiseAUCClassifier(max_iter=1, random_state=0)
+    plain = clone(base).fit(X_train[:5000], y_train[:5000])
+    balanced = clone(base).set_params(class_weight="balanced").fit(
+        X_train[:5000], y_train[:5000])
+    # every pair is weighted by w_+ w_-: the same constant, so with the
+    # scale-free AOGD step the ranking direction is the same
+    assert_allclose(balanced.coef_, plain.coef_, rtol=1e-9, atol=1e-12)
+    # while equal priors predict the minority class (+1) more often
+    assert np.mean(balanced.predict(X_test) == 1) > np.mean(plain.predict(X_test) == 1)
+
+
+def test_beats_sgd_log_loss_on_an_imbalanced_sparse_stream():
+    """1:100 Zipf stream, one pass each on the same stream."""
+    X, y = make_sparse_zipf(30_000, 3_000, 30, positive_fraction=0.01, random_state=0)
+    X_train, y_train, X_test, y_test = X[:20_000], y[:20_000], X[20_000:], y[20_000:]
+    sgd = SGDClassifier(loss="log_loss", max_iter=1, tol=None, random_state=0)
+    sgd_auc = roc_auc_score(y_test, sgd.fit(X_train, y_train).decision_function(X_test))
+    aogd = PairwiseAUCClassifier(adaptive="coordinate", max_iter=1, random_state=0)
+    aogd_auc = roc_auc_score(y_test, aogd.fit(X_train, y_train).decision_function(X_test))
+    assert aogd_auc >= sgd_auc - 0.01, (aogd_auc, sgd_auc)
+
+
+def _binary_digits():
+    X, y = load_digits(return_X_y=True)
+    return MinMaxScaler().fit_transform(X), (y < 5).astype(int)  # first half positive
+
+
+def test_small_paper_protocol_on_bundled_data():
+    """The paper's protocol in miniature: 80/20 splits, a small 5-fold CV
+    grid, theta = 0.9; test AUC close to logistic regression's."""
+    X, y = _binary_digits()
+    aucs, lr_aucs = [], []
+    for seed in range(2):
+        X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=seed)
+        search = GridSearchCV(
+            PairwiseAUCClassifier(theta=0.9, max_iter=1, random_state=seed),
+            {"eta": [0.1, 1.0, 10.0], "radius": [1.0, 10.0, 100.0]},
+            scoring="roc_auc", cv=5,
+        ).fit(X_tr, y_tr)
+        aucs.append(roc_auc_score(y_te, search.decision_function(X_te)))
+        lr = LogisticRegression(max_iter=2000).fit(X_tr, y_tr)
+        lr_aucs.append(roc_auc_score(y_te, lr.decision_function(X_te)))
+    assert np.mean(aucs) > 0.93
+    assert np.mean(aucs) > np.mean(lr_aucs) - 0.04
+
+
+def test_adaptive_steps_are_scale_free():
+    """AOGD's step eta m / sqrt(v) does not change when every pair weight is
+    multiplied by a constant (sample weights scaled by c give pair weights
+    scaled by c^2)."""
+    X, y, _, _ = load_a9a()
+    base = PairwiseAUCClassifier(max_iter=2, tol=None, random_state=0, radius=3.0)
+    one = clone(base).fit(X[:3000], y[:3000])
+    scaled = clone(base).fit(X[:3000], y[:3000], sample_weight=np.full(3000, 7.0))
+    assert_allclose(scaled.coef_, one.coef_, rtol=1e-9, atol=1e-12)
+    assert_allclose(scaled.total_sq_gradient_, 49.0**2 * one.total_sq_gradient_, rtol=1e-9)
+
+
+def test_ogd_and_aogd_differ_and_both_rank_well():
+    X_train, y_train, X_test, y_test = load_a9a()
+    aucs = {}
+    for algorithm in ALGORITHMS:
+        clf = PairwiseAUCClassifier(algorithm=algorithm, radius=10.0, max_iter=1,
+                                    random_state=0).fit(X_train, y_train)
+        aucs[algorithm] = roc_auc_score(y_test, clf.decision_function(X_test))
+    assert min(aucs.values()) > 0.85, aucs
+    assert len(set(aucs.values())) == 3
