@@ -1,6 +1,6 @@
 """NumPy transcriptions of the update rules, eager over every coordinate.
 
-These follow ../shared/ALGORITHMS.md line by line, with no laziness and no
+These follow the papers' update rules line by line, with no laziness and no
 cleverness, so that the Cython kernels (lazy, O(nnz)) can be checked against
 them on small data.  Dense input only; labels in {-1, +1}.
 """
@@ -39,7 +39,7 @@ def loss_derivative(loss, y, p):
 
 
 # ----------------------------------------------------------------------
-# AdaGrad (ALGORITHMS.md section 1), diagonal
+# AdaGrad (Duchi, Hazan & Singer 2011), diagonal
 def adagrad_reference(
     X, y, sample_weight, *, loss, update, eta, delta, l1, l2, fit_intercept, t0=0
 ):

@@ -1,11 +1,11 @@
-"""NumPy transcription of generalized implicit FTRL (ALGORITHMS.md section 4).
+"""NumPy transcription of generalized implicit FTRL (Chen & Orabona 2023).
 
 Eager and literal: every round forms the whole vectors w_t = theta_t / lambda_t
 and w_{t+1}, the gradient g_t, the choice z_t and ||w_{t+1} - w_t||^2 directly,
 with no running sums and no laziness, so that the O(nnz) kernel can be checked
 against it.  Dense input only.  The intercept is the weight of an appended
 constant-1 feature.  The proximal operators are the closed forms of
-ALGORITHMS.md section 4 / the paper's Appendix A (plus the Huber and
+the paper's section 4 and Appendix A (plus the Huber and
 epsilon-insensitive ones derived the same way); the logistic one is found by
 bracketing the scalar optimality condition with scipy's brentq.
 """

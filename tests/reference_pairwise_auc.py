@@ -1,7 +1,7 @@
 """NumPy transcription of AOGD / OGD for pairwise AUC learning, eager.
 
-Follows ../shared/ALGORITHMS.md section 3 (Sun et al. 2023, Algorithms 1
-and 2) line by line over every coordinate at every step: no laziness, so the
+Follows Sun et al. (2023), Algorithms 1
+and 2, line by line over every coordinate at every step: no laziness, so the
 kernel's lazy momentum, lazy projection scale and archived momentum tails can
 be checked against it.  Dense input; labels in {-1, +1}; rows of weight 0
 are skipped; a pair is weighted by the product of its two sample weights.

@@ -1,4 +1,4 @@
-"""NumPy transcription of RDA (ALGORITHMS.md section 2), eager and naive.
+"""NumPy transcription of RDA (Xiao 2010; Lee & Wright 2012), eager and naive.
 
 Every step recomputes the whole iterate and scans every coordinate for the
 sign pattern, so that the lazy Cython kernel (O(nnz log d) per step, a heap
