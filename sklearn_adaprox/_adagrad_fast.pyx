@@ -34,7 +34,7 @@ from cython cimport floating
 from libc.math cimport copysign, exp, expm1, fabs, log1p, sqrt
 from libc.stdint cimport int64_t
 
-from ._dataset cimport get_row, index_t
+from ._dataset cimport data_pointers, get_row, index_t
 from ._loss cimport Loss
 
 # Codes of the ``update`` parameter inside the kernel.
@@ -328,9 +328,7 @@ def run_epoch(AdaGradProblem problem,
     cdef double sw, yi, p, d, sigma
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
-    if X_data.shape[0] > 0:
-        data = &X_data[0]
-        indices = &X_indices[0]
+    data_pointers(X_data, X_indices, &data, &indices)
 
     with nogil:
         for s in range(order.shape[0]):

@@ -34,3 +34,18 @@ cdef inline Py_ssize_t get_row(
     row_data[0] = data + start
     row_indices[0] = indices + start
     return <Py_ssize_t> indptr[row + 1] - start
+
+
+cdef inline void data_pointers(
+    const floating[::1] X_data,
+    const index_t[::1] X_indices,
+    const floating** data,
+    const index_t** indices,
+) noexcept nogil:
+    """Point ``data``/``indices`` at the first stored value and index of X,
+    or at NULL when X stores none (``&X_data[0]`` is out of bounds then)."""
+    data[0] = NULL
+    indices[0] = NULL
+    if X_data.shape[0] > 0:
+        data[0] = &X_data[0]
+        indices[0] = &X_indices[0]

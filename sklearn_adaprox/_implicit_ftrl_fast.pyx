@@ -36,7 +36,7 @@ from cython cimport floating
 from libc.math cimport fmax, fmin, sqrt
 from libc.stdint cimport int64_t
 
-from ._dataset cimport get_row, index_t
+from ._dataset cimport data_pointers, get_row, index_t
 from ._loss cimport Loss
 
 cdef enum:
@@ -134,9 +134,7 @@ def run_epoch(ImplicitFTRLProblem problem,
     cdef double h, yi, v, dot, sq, p, lv, d, cz, lam_next, delta, dw2, p_new
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
-    if X_data.shape[0] > 0:
-        data = &X_data[0]
-        indices = &X_indices[0]
+    data_pointers(X_data, X_indices, &data, &indices)
 
     with nogil:
         for s in range(order.shape[0]):
@@ -232,9 +230,7 @@ def gradient_bound(const floating[::1] X_data,
     cdef const index_t* row_indices
     cdef Py_ssize_t i, k, nnz
     cdef double sq, scale, best = 0.0
-    if X_data.shape[0] > 0:
-        data = &X_data[0]
-        indices = &X_indices[0]
+    data_pointers(X_data, X_indices, &data, &indices)
     with nogil:
         for i in range(y.shape[0]):
             scale = sample_weight[i] * (fabs_(y[i]) if use_target else lipschitz)

@@ -54,7 +54,7 @@ from cython cimport floating
 from libc.math cimport exp, ldexp, sqrt
 from libc.stdint cimport int64_t
 
-from ._dataset cimport get_row, index_t
+from ._dataset cimport data_pointers, get_row, index_t
 from ._loss cimport Loss
 
 from ._loss import Hinge, Log
@@ -420,9 +420,7 @@ def run_epoch(PairwiseAUCProblem problem,
     cdef double sum_loss = 0.0, sum_weight = 0.0, step_w
     cdef bint has_prev, active
 
-    if X_data.shape[0] > 0:
-        data = &X_data[0]
-        indices = &X_indices[0]
+    data_pointers(X_data, X_indices, &data, &indices)
 
     with nogil:
         for s_pos in range(order.shape[0]):

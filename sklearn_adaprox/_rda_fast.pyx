@@ -37,7 +37,7 @@ from cython cimport floating
 from libc.math cimport ceil, copysign, fabs, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int64_t
 
-from ._dataset cimport get_row, index_t
+from ._dataset cimport data_pointers, get_row, index_t
 from ._loss cimport Loss
 
 # Exit step of a coordinate that never leaves the support (l1 == 0).
@@ -321,9 +321,7 @@ def run_epoch(RDAProblem problem,
                 if problem.sign[j] != tgt[j]:
                     mismatch += 1
 
-    if X_data.shape[0] > 0:
-        data = &X_data[0]
-        indices = &X_indices[0]
+    data_pointers(X_data, X_indices, &data, &indices)
 
     with nogil:
         s = start
