@@ -662,14 +662,11 @@ reservoir_weight_ : ndarray
             opt_rec.append((t, elapsed, delta))
             sup_rec.append((t, elapsed, nnz))
 
-        # The dense products of the local phase are small: BLAS threads only
-        # add synchronisation (and oversubscribe the one-vs-rest threads).
-        with _single_threaded_blas():
-            w, b, delta, obj, status, n_it = local_phase(
-                S, float(self.alpha), w0, b0, M, tol=self.tol,
-                max_newton_support=self.max_newton_support,
-                fit_intercept=self.fit_intercept, record=record,
-            )
+        w, b, delta, obj, status, n_it = local_phase(
+            S, float(self.alpha), w0, b0, M, tol=self.tol,
+            max_newton_support=self.max_newton_support,
+            fit_intercept=self.fit_intercept, record=record,
+        )
         if status != "converged" and extra is not None:
             # what a stalled phase learnt: its support and the coordinates
             # that violate optimality at its solution (|g_i| > alpha)
@@ -884,17 +881,23 @@ reservoir_weight_ : ndarray
             last = [h[-1, 1] for h in self.optimality_history_ if h.shape[0]]
             offset = max(last) if last else 0.0
         self._converged = np.zeros(n_problems, dtype=bool)
-        results = Parallel(
-            n_jobs=self.n_jobs if n_problems > 1 else 1,
-            prefer="threads",
-            require="sharedmem",
-        )(
-            delayed(self._solve_problem)(
-                k, rows, X, y_pm[k], sample_weight, n_steps, seed, partial, clock,
-                offset,
+        # The dense products of the local phase are small: BLAS threads only
+        # add synchronisation and oversubscribe the one-vs-rest threads.  The
+        # limit is process-wide, so it is set once around all the threads (set
+        # inside each, one thread's exit would lift it under the others and
+        # make their results depend on timing).
+        with _single_threaded_blas():
+            results = Parallel(
+                n_jobs=self.n_jobs if n_problems > 1 else 1,
+                prefer="threads",
+                require="sharedmem",
+            )(
+                delayed(self._solve_problem)(
+                    k, rows, X, y_pm[k], sample_weight, n_steps, seed, partial,
+                    clock, offset,
+                )
+                for k in range(n_problems)
             )
-            for k in range(n_problems)
-        )
         converged = self._converged
         del self._converged
         n_epochs = max(len(r) for r in results)
