@@ -23,11 +23,15 @@ COMPILER_DIRECTIVES = {
     "embedsignature": True,
 }
 
-# One module per algorithm over the shared data and loss layers.
+# One module per algorithm over the shared layers: data access, losses, and
+# the exact proximal solvers of the structured penalties.  Full-matrix
+# AdaGrad is dense linear algebra (LAPACK through scipy) and has its own.
 MODULES = [
     "sklearn_adaprox._dataset",
     "sklearn_adaprox._loss",
+    "sklearn_adaprox._prox",
     "sklearn_adaprox._adagrad_fast",
+    "sklearn_adaprox._adagrad_full_fast",
     "sklearn_adaprox._pairwise_auc_fast",
     "sklearn_adaprox._implicit_ftrl_fast",
     "sklearn_adaprox._rda_fast",

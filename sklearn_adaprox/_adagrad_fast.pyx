@@ -1,4 +1,15 @@
-"""Diagonal AdaGrad kernel (Duchi, Hazan & Singer 2011) with lazy updates.
+"""Diagonal AdaGrad kernels (Duchi, Hazan & Singer 2011).
+
+Three kernels, one per shape of the composite step:
+
+* ``run_epoch``: one binary problem with an element-wise penalty (l1, l2,
+  elastic net), lazy, O(nnz) per sample -- described below;
+* ``run_epoch_global``: one binary problem with the l-infinity penalty or the
+  l1-ball constraint, whose step couples every coordinate, O(d log d);
+* ``run_epoch_multinomial``: one weight matrix for all classes, element-wise
+  or mixed-norm penalties over its rows, O(n_classes nnz).
+
+(Full-matrix AdaGrad is the dense linear algebra of ``_adagrad_full_fast``.)
 
 One call of ``run_epoch`` makes one pass over the rows named by ``order`` for
 one binary problem.  A step costs O(nnz of the row): a weight whose feature
@@ -35,7 +46,8 @@ from libc.math cimport copysign, exp, expm1, fabs, log1p, sqrt
 from libc.stdint cimport int64_t
 
 from ._dataset cimport data_pointers, get_row, index_t
-from ._loss cimport Loss
+from ._loss cimport Loss, MultinomialLoss
+from ._prox cimport group_l2_prox, l1_ball_solve, linf_prox, prox_work_size
 
 # Codes of the ``update`` parameter inside the kernel.
 cdef enum:
@@ -385,4 +397,465 @@ def run_epoch(AdaGradProblem problem,
     problem.intercept = b
     problem.intercept_sum_grad = u_b
     problem.intercept_sum_sq_grad = ssq_b
+    return sum_loss, sum_weight
+
+
+# ======================================================================
+# Binary AdaGrad kernel for penalties whose step couples all coordinates.
+#
+# Duchi, Hazan & Singer (2011), "Adaptive Subgradient Methods for Online
+# Learning and Stochastic Optimization", JMLR 12, section 5: with the metric
+# ``H = diag(delta + sqrt(ssq))`` the AdaGrad step for the l-infinity penalty
+# and for the l1-ball constraint is no longer separable.  Each step solves
+#
+# * dual averaging, l-infinity:
+#   ``w = argmin eta <u, w> + eta lam t ||w||_inf + 0.5 <w, H w>``
+#   (``linf_prox(eta u, H, eta lam t)``);
+# * mirror descent, l-infinity:
+#   ``w = argmin eta <g, w> + eta lam ||w||_inf + 0.5 <w - w_old, H (w - w_old)>``
+#   (``linf_prox(eta g - H w_old, H, eta lam)``);
+# * dual averaging, l1 ball:
+#   ``w = argmin eta <u, w> + 0.5 <w, H w>  s.t. ||w||_1 <= c``
+#   (``l1_ball_solve(eta u, H, c)``);
+# * mirror descent, l1 ball:
+#   ``w = argmin eta <g, w> + 0.5 <w - w_old, H (w - w_old)>  s.t. ||w||_1 <= c``
+#   (``l1_ball_solve(eta g - H w_old, H, c)``),
+#
+# with the exact solvers of ``_prox`` (the sort-based threshold of the paper's
+# Figure 3).  ``u`` is the sum of the gradients, ``ssq`` the sum of their
+# squares and ``t`` the number of steps taken, this one included.  A
+# coordinate with ``H_i == 0`` (no gradient yet and ``delta == 0``) has
+# ``w_i = 0``.
+#
+# Cost.  Every step touches every coordinate: O(d) to form the solver's input
+# plus the threshold search, O(d + k log d) with k the coordinates above the
+# threshold, O(d log d) at worst; the sparsity of the row does not help.  This
+# kernel is meant for dense, moderate-dimensional data; the lazy kernel above
+# is the one for large sparse problems.
+#
+# The intercept is one more coordinate with feature 1, never penalised and
+# outside the constraint, updated exactly as in ``run_epoch``.  Labels are
+# +-1 here.
+
+cdef enum:
+    LINF = 0
+    L1_BALL = 1
+
+COUPLED_PENALTY_CODES = {"linf": LINF, "l1_ball": L1_BALL}
+
+
+def run_epoch_global(Loss loss not None, str update, str penalty, double eta, double delta,
+                     double strength, bint fit_intercept,
+                     double[::1] coef, double[::1] sum_grad, double[::1] sum_sq_grad,
+                     double[::1] intercept_state, int64_t t,
+                     const floating[::1] X_data, const index_t[::1] X_indices,
+                     const index_t[::1] X_indptr, bint is_dense,
+                     const double[::1] y, const double[::1] sample_weight,
+                     const int64_t[::1] order):
+    """One predict-then-learn pass of binary AdaGrad over ``X[order]``, y in {-1, +1}.
+
+    ``update`` is "dual_averaging" or "mirror_descent"; ``penalty`` is "linf"
+    (``strength`` = lambda) or "l1_ball" (``strength`` = the radius c).  The
+    state is updated in place: ``coef`` (the current weights w, read by mirror
+    descent), ``sum_grad`` (u), ``sum_sq_grad`` (ssq) and
+    ``intercept_state = [b, u_b, ssq_b]``; ``t`` is the number of steps taken
+    before the pass (the caller adds the number of rows of nonzero weight).
+
+    Rows of zero weight are skipped entirely (they are not steps).  For every
+    other row: the loss is recorded with the current weights, then
+    ``g = sw * dloss(y, p) * x`` is accumulated (entries equal to zero are
+    skipped, so a dense row and its CSR form do the same arithmetic) and the
+    new weights are the solution of the rule above (module docstring),
+    computed even when ``g == 0`` because the rule may still move them.  A
+    step costs O(n_features log n_features): for dense, moderate-dimensional
+    data.  Returns ``(sum of weight * loss before each step, sum of weights)``.
+    """
+    if update not in ("dual_averaging", "mirror_descent"):
+        raise ValueError(f"Unknown update {update!r}; expected 'dual_averaging' "
+                         "or 'mirror_descent'.")
+    if penalty not in COUPLED_PENALTY_CODES:
+        raise ValueError(f"Unknown penalty {penalty!r}; expected one of "
+                         f"{', '.join(map(repr, COUPLED_PENALTY_CODES))}.")
+    if not strength >= 0.0:
+        raise ValueError(f"strength must be >= 0, got {strength!r}.")
+    cdef Py_ssize_t n_features = coef.shape[0]
+    if sum_grad.shape[0] != n_features or sum_sq_grad.shape[0] != n_features:
+        raise ValueError("coef, sum_grad and sum_sq_grad must have the same length.")
+    if intercept_state.shape[0] != 3:
+        raise ValueError("intercept_state must hold [b, u_b, ssq_b].")
+
+    cdef int rule = UPDATE_CODES[update]
+    cdef int pen = COUPLED_PENALTY_CODES[penalty]
+    # Workspaces, once per pass: H = delta + sqrt(ssq) kept current (only the
+    # coordinates of a row change it), the solver's input v, its work buffer.
+    cdef double[::1] H_buf = delta + np.sqrt(np.asarray(sum_sq_grad))
+    cdef double[::1] v_buf = np.zeros(max(n_features, 1))
+    cdef double[::1] work_buf = np.empty(prox_work_size(n_features))
+    cdef double* w = NULL
+    cdef double* u = NULL
+    cdef double* ssq = NULL
+    cdef double* H = NULL
+    cdef double* v = &v_buf[0]
+    cdef double* work = &work_buf[0]
+    if n_features > 0:
+        w = &coef[0]
+        u = &sum_grad[0]
+        ssq = &sum_sq_grad[0]
+        H = &H_buf[0]
+
+    cdef double b = intercept_state[0]
+    cdef double u_b = intercept_state[1]
+    cdef double ssq_b = intercept_state[2]
+
+    cdef const floating* data = NULL
+    cdef const index_t* indices = NULL
+    cdef const index_t* indptr = &X_indptr[0]
+    cdef const floating* x
+    cdef const index_t* idx
+    cdef Py_ssize_t s, i, j, k, nnz
+    cdef double sw, yi, p, dd, g
+    cdef double sum_loss = 0.0, sum_weight = 0.0
+
+    data_pointers(X_data, X_indices, &data, &indices)
+
+    with nogil:
+        for s in range(order.shape[0]):
+            i = order[s]
+            sw = sample_weight[i]
+            if sw == 0.0:
+                continue
+            yi = y[i]
+            nnz = get_row(data, indices, indptr, is_dense, n_features, i, &x, &idx)
+
+            # Predict with the current weights ...
+            p = b
+            for k in range(nnz):
+                if x[k] != 0.0:
+                    p += w[idx[k]] * x[k]
+            sum_loss += sw * loss.loss(yi, p)
+            sum_weight += sw
+
+            # ... then take step t + 1; the gradient is dd * x.
+            dd = sw * loss.dloss(yi, p)
+            t += 1
+
+            if rule == MIRROR_DESCENT:
+                # v = eta g - H w_old, g nonzero on the row only.
+                for j in range(n_features):
+                    v[j] = -H[j] * w[j]
+
+            if dd != 0.0:
+                for k in range(nnz):
+                    if x[k] == 0.0:
+                        continue
+                    j = idx[k]
+                    g = dd * x[k]
+                    u[j] += g
+                    ssq[j] += g * g
+                    H[j] = delta + sqrt(ssq[j])
+                    if rule == MIRROR_DESCENT:
+                        # H w_old uses the old H: recompute with the new one
+                        v[j] = eta * g - H[j] * w[j]
+                if fit_intercept:
+                    u_b += dd
+                    ssq_b += dd * dd
+                    if rule == DUAL_AVERAGING:
+                        b = -eta * u_b / (delta + sqrt(ssq_b))
+                    else:
+                        b -= eta * dd / (delta + sqrt(ssq_b))
+            elif rule == DUAL_AVERAGING and pen == L1_BALL:
+                # u, H and the radius are unchanged: the same problem, the
+                # same (deterministic) solution, already in w.
+                continue
+
+            if rule == DUAL_AVERAGING:
+                for j in range(n_features):
+                    v[j] = eta * u[j]
+                if pen == LINF:
+                    # the penalty of the dual-averaging objective grows with t
+                    linf_prox(v, H, n_features, eta * strength * <double> t, w, work)
+                else:
+                    l1_ball_solve(v, H, n_features, strength, w, work)
+            else:
+                if pen == LINF:
+                    linf_prox(v, H, n_features, eta * strength, w, work)
+                else:
+                    l1_ball_solve(v, H, n_features, strength, w, work)
+
+    intercept_state[0] = b
+    intercept_state[1] = u_b
+    intercept_state[2] = ssq_b
+    return sum_loss, sum_weight
+
+
+# ======================================================================
+# Multinomial AdaGrad: one weight matrix W (n_features x n_classes) for all
+# classes, learnt from a multinomial loss of the class scores
+# p_k = <W[:, k], x> + b_k.  Every entry W[j, k] has its own AdaGrad sums
+# (u_jk, ssq_jk), so H is diagonal over the entries.  The gradient of a row x
+# is x_j * d_k on entry (j, k) (d = dloss/dp), so a step touches the rows of
+# W whose feature is in x: O(n_classes * nnz).
+#
+# Penalties: element-wise ("l2", "l1", elastic net: the binary closed forms
+# entry by entry), or a mixed norm over the rows of W,
+# phi(W) = lam * sum_j ||W[j, :]||_p with p = 2 ("l1_l2") or p = inf
+# ("l1_linf"), which drops a feature for every class at once.  With diagonal
+# H the composite step splits by rows into
+#     min_x  <v, x> + 1/2 <x, diag(D) x> + lam' ||x||_p
+# solved exactly by ``_prox`` (paper, section 5):
+# * dual averaging: v = eta u_j, D = H_j, lam' = eta lam t: a closed form of
+#   the row's sums and t, read lazily like the binary case;
+# * mirror descent: v = eta g_j - H_j w_j, D = H_j, lam' = eta lam.  A row
+#   that the step does not touch still shrinks (v = -H_j w_j); with no closed
+#   form for repeated steps, the idle steps are replayed when the row is
+#   next read, stopping as soon as the row reaches zero (where it stays).
+
+cdef enum:
+    ELEMENTWISE = 0
+    GROUP_L2 = 1
+    GROUP_LINF = 2
+
+PENALTY_CODES = {"elementwise": ELEMENTWISE, "l1_l2": GROUP_L2, "l1_linf": GROUP_LINF}
+
+
+cdef class MultinomialProblem:
+    """State of a multinomial AdaGrad model for the length of one pass.
+
+    Built from the estimator's per-class arrays of shape (n_classes,
+    n_features); the kernel works on their transposes (rows = features, so a
+    touched feature's entries are adjacent) and ``store`` writes them back.
+    """
+    cdef MultinomialLoss loss
+    cdef Hyper hyper
+    cdef int penalty
+    cdef double group_strength
+    cdef bint fit_intercept
+    cdef Py_ssize_t n_classes
+    cdef double[:, ::1] coef_out       # caller's (n_classes, n_features) arrays
+    cdef double[:, ::1] sum_grad_out
+    cdef double[:, ::1] sum_sq_grad_out
+    cdef double[:, ::1] W              # (n_features, n_classes)
+    cdef double[:, ::1] acc            # (n_features, 2 n_classes): (u, root) pairs
+    cdef int64_t[::1] last_step        # mirror descent: step at which row j is current
+    cdef double[::1] intercept
+    cdef double[::1] intercept_sum_grad
+    cdef double[::1] intercept_sum_sq_grad
+    cdef double[:, ::1] work           # scratch rows: scores, gradient, v, D, x, prox work
+    cdef public int64_t t
+
+    def __init__(self, MultinomialLoss loss, str update, str penalty, double eta,
+                 double delta, double l1, double l2, double group_strength,
+                 bint fit_intercept, double[:, ::1] coef, double[:, ::1] sum_grad,
+                 double[:, ::1] sum_sq_grad, double[::1] intercept,
+                 double[::1] intercept_sum_grad, double[::1] intercept_sum_sq_grad,
+                 int64_t t):
+        self.loss = loss
+        self.hyper.update = UPDATE_CODES[update]
+        self.hyper.eta = eta
+        self.hyper.delta = delta
+        self.hyper.l1 = l1
+        self.hyper.l2 = l2
+        self.penalty = PENALTY_CODES[penalty]
+        self.group_strength = group_strength
+        self.fit_intercept = fit_intercept
+        self.n_classes = coef.shape[0]
+        self.coef_out = coef
+        self.sum_grad_out = sum_grad
+        self.sum_sq_grad_out = sum_sq_grad
+        self.intercept = intercept
+        self.intercept_sum_grad = intercept_sum_grad
+        self.intercept_sum_sq_grad = intercept_sum_sq_grad
+        self.t = t
+        n_features = coef.shape[1]
+        self.W = np.ascontiguousarray(np.asarray(coef).T)
+        acc = np.empty((n_features, 2 * self.n_classes))
+        acc[:, 0::2] = np.asarray(sum_grad).T
+        acc[:, 1::2] = np.sqrt(np.asarray(sum_sq_grad).T)
+        self.acc = acc
+        self.last_step = np.full(n_features, t, dtype=np.int64)
+        self.work = np.zeros((5, self.n_classes + prox_work_size(self.n_classes)))
+
+    cdef void current_row(self, Py_ssize_t j) noexcept nogil:
+        """Bring row j of W to step t (weights of step t, before step t+1)."""
+        cdef Py_ssize_t k, K = self.n_classes
+        cdef Hyper h = self.hyper
+        cdef double* w = &self.W[j, 0]
+        cdef double* acc = &self.acc[j, 0]
+        cdef double* v = &self.work[2, 0]
+        cdef double* D = &self.work[3, 0]
+        cdef int64_t idle
+        if h.update == MIRROR_DESCENT:
+            idle = self.t - self.last_step[j]
+            self.last_step[j] = self.t
+            if self.penalty == ELEMENTWISE:
+                for k in range(K):
+                    w[k] = md_idle_steps(w[k], acc[2 * k + 1], idle, h)
+                return
+            while idle > 0 and not row_is_zero(w, K):
+                for k in range(K):
+                    D[k] = h.delta + acc[2 * k + 1]
+                    v[k] = -D[k] * w[k]
+                self.row_prox(h.eta * self.group_strength, w)
+                idle -= 1
+            return
+        if h.update == FTRL_PROXIMAL:
+            for k in range(K):
+                w[k] = ftrl_weight(acc[2 * k], acc[2 * k + 1], h)
+            return
+        # dual averaging
+        if self.penalty == ELEMENTWISE:
+            for k in range(K):
+                w[k] = da_weight(acc[2 * k], acc[2 * k + 1], <double> self.t, h)
+            return
+        for k in range(K):
+            D[k] = h.delta + acc[2 * k + 1]
+            v[k] = h.eta * acc[2 * k]
+        self.row_prox(h.eta * self.group_strength * self.t, w)
+
+    cdef void row_prox(self, double lam, double* x) noexcept nogil:
+        """x = argmin <v, x> + 1/2 <x, diag(D) x> + lam ||x||_p with v, D in
+        the scratch rows 2 and 3."""
+        cdef Py_ssize_t K = self.n_classes
+        if self.penalty == GROUP_L2:
+            group_l2_prox(&self.work[2, 0], &self.work[3, 0], K, lam, x)
+        else:
+            linf_prox(&self.work[2, 0], &self.work[3, 0], K, lam, x, &self.work[4, 0])
+
+    cdef void step_row(self, Py_ssize_t j, double xj, const double* d) noexcept nogil:
+        """Step t on row j (already current at t - 1) for the gradient
+        x_j * d (d = dloss/dp, zero on the classes the loss did not move)."""
+        cdef Py_ssize_t k, K = self.n_classes
+        cdef Hyper h = self.hyper
+        cdef double* w = &self.W[j, 0]
+        cdef double* acc = &self.acc[j, 0]
+        cdef double* v = &self.work[2, 0]
+        cdef double* D = &self.work[3, 0]
+        cdef double g, root, H
+        for k in range(K):
+            g = d[k] * xj
+            root = acc[2 * k + 1]
+            if g != 0.0:
+                root = sqrt(root * root + g * g)
+                if h.update == FTRL_PROXIMAL:
+                    acc[2 * k] += g - (root - acc[2 * k + 1]) / h.eta * w[k]
+                else:
+                    acc[2 * k] += g
+                acc[2 * k + 1] = root
+            if h.update != MIRROR_DESCENT:
+                continue  # weights are closed forms of the sums
+            H = h.delta + root
+            if self.penalty == ELEMENTWISE:
+                if H > 0.0:  # H == 0 only for a zero weight that never moved
+                    w[k] = md_prox(w[k] - h.eta * g / H, H, h)
+            else:
+                D[k] = H
+                v[k] = h.eta * g - H * w[k]
+        if h.update == MIRROR_DESCENT:
+            self.last_step[j] = self.t
+            if self.penalty != ELEMENTWISE:
+                self.row_prox(h.eta * self.group_strength, w)
+
+    cdef void step_intercept(self, const double* d) noexcept nogil:
+        cdef Py_ssize_t k
+        cdef Hyper h = self.hyper
+        cdef double sigma
+        for k in range(self.n_classes):
+            if d[k] == 0.0:
+                continue
+            if h.update == FTRL_PROXIMAL:
+                sigma = (sqrt(self.intercept_sum_sq_grad[k] + d[k] * d[k])
+                         - sqrt(self.intercept_sum_sq_grad[k])) / h.eta
+                self.intercept_sum_grad[k] += d[k] - sigma * self.intercept[k]
+            else:
+                self.intercept_sum_grad[k] += d[k]
+            self.intercept_sum_sq_grad[k] += d[k] * d[k]
+            if h.update == MIRROR_DESCENT:
+                self.intercept[k] -= h.eta * d[k] / (
+                    h.delta + sqrt(self.intercept_sum_sq_grad[k]))
+            else:
+                self.intercept[k] = -h.eta * self.intercept_sum_grad[k] / (
+                    h.delta + sqrt(self.intercept_sum_sq_grad[k]))
+
+    cdef void store(self) noexcept nogil:
+        """Every row current at t, then everything back to the caller."""
+        cdef Py_ssize_t j, k
+        for j in range(self.W.shape[0]):
+            self.current_row(j)
+            for k in range(self.n_classes):
+                self.coef_out[k, j] = self.W[j, k]
+                self.sum_grad_out[k, j] = self.acc[j, 2 * k]
+                self.sum_sq_grad_out[k, j] = self.acc[j, 2 * k + 1] * self.acc[j, 2 * k + 1]
+
+
+cdef inline bint row_is_zero(const double* w, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(n):
+        if w[k] != 0.0:
+            return False
+    return True
+
+
+def run_epoch_multinomial(MultinomialProblem problem,
+                          const floating[::1] X_data,
+                          const index_t[::1] X_indices,
+                          const index_t[::1] X_indptr,
+                          bint is_dense,
+                          const double[::1] y,
+                          const double[::1] sample_weight,
+                          const int64_t[::1] order):
+    """One predict-then-learn pass over ``X[order]``; y holds class indices
+    (0 .. n_classes - 1, as floats).  Rows of zero weight are not steps.
+    Returns ``(sum of weight * loss before each step, sum of weights)``."""
+    cdef Py_ssize_t n_features = problem.W.shape[0]
+    cdef Py_ssize_t K = problem.n_classes
+    cdef double* scores = &problem.work[0, 0]
+    cdef double* d = &problem.work[1, 0]
+    cdef const floating* data = NULL
+    cdef const index_t* indices = NULL
+    cdef const index_t* indptr = &X_indptr[0]
+    cdef const floating* x
+    cdef const index_t* idx
+    cdef Py_ssize_t s, i, k, e, j, nnz
+    cdef double sw, value, sum_loss = 0.0, sum_weight = 0.0
+    cdef bint moved
+
+    data_pointers(X_data, X_indices, &data, &indices)
+
+    with nogil:
+        for s in range(order.shape[0]):
+            i = order[s]
+            sw = sample_weight[i]
+            if sw == 0.0:
+                continue
+            nnz = get_row(data, indices, indptr, is_dense, n_features, i, &x, &idx)
+
+            # Predict with the weights of step t ...
+            for k in range(K):
+                scores[k] = problem.intercept[k]
+            for e in range(nnz):
+                if x[e] == 0.0:
+                    continue
+                j = idx[e]
+                problem.current_row(j)
+                for k in range(K):
+                    scores[k] += problem.W[j, k] * x[e]
+            value = problem.loss.loss_gradient(scores, K, <Py_ssize_t> y[i], d)
+            sum_loss += sw * value
+            sum_weight += sw
+
+            # ... then take step t + 1 with gradient x_j * sw * d on W[j, :].
+            problem.t += 1
+            moved = False
+            for k in range(K):
+                d[k] *= sw
+                moved = moved or d[k] != 0.0
+            if not moved:
+                continue  # idle step: covered when the rows are next read
+            for e in range(nnz):
+                if x[e] != 0.0:
+                    problem.step_row(idx[e], x[e], d)
+            if problem.fit_intercept:
+                problem.step_intercept(d)
+
+        problem.store()
     return sum_loss, sum_weight

@@ -13,6 +13,10 @@ early stopping and verbose output, and ``fit`` / ``partial_fit`` /
   problem ``k`` (y in {-1, +1}) over ``rows[order]``, updating its own row of
   the fitted arrays in place and releasing the GIL; returns
   ``(sum of weight * loss, sum of weights)`` measured before each step.
+
+A classifier may also override ``_problem_targets`` (to learn all classes as
+one problem instead of one-vs-rest) and ``_check_options`` (to refuse
+parameter combinations that depend on the data, before any state changes).
 """
 import time
 import warnings
@@ -295,21 +299,28 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
             self.class_weight, classes=all_classes, y=y
         )
         sample_weight = sample_weight * weight_per_class[y_index]
+        self._check_options(X.shape[1], all_classes.shape[0])
         return X, y_index, sample_weight, all_classes, first_call
+
+    def _check_options(self, n_features, n_classes):
+        """Raise ValueError for parameter combinations the data rules out
+        (called during validation, before any state changes)."""
+
+    def _problem_targets(self, y_index, n_classes):
+        """Targets of the independent problems the model is made of:
+        +-1 labels, one-vs-rest (a single problem for two classes)."""
+        return binary_problem_targets(y_index, 1 if n_classes == 2 else n_classes)
 
     # ------------------------------------------------------------------
     def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
         X, y_index, sample_weight, all_classes, first_call = self._validate_atomically(
             X, y, sample_weight, classes, partial
         )
-        n_problems = 1 if all_classes.shape[0] == 2 else all_classes.shape[0]
+        targets = self._problem_targets(y_index, all_classes.shape[0])
         if first_call:
             self.classes_ = all_classes
-        self._start_state(first_call, partial, n_problems, X.shape[1])
-        return self._run_epochs(
-            X, binary_problem_targets(y_index, n_problems), sample_weight, partial,
-            n_jobs=self.n_jobs,
-        )
+        self._start_state(first_call, partial, len(targets), X.shape[1])
+        return self._run_epochs(X, targets, sample_weight, partial, n_jobs=self.n_jobs)
 
     # ------------------------------------------------------------------
     def _predict_proba_from_loss(self, X, loss):

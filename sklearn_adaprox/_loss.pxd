@@ -20,3 +20,10 @@ cdef class Loss:
     # Closed form where one exists; a safeguarded 1-D Newton solve otherwise.
     cdef double prox_step(self, double y, double p, double sq_norm,
                           double step) noexcept nogil
+
+
+cdef class MultinomialLoss:
+    # Loss of the class scores p[0..n_classes) for the class index y; writes
+    # its gradient d loss / d p into grad and returns the loss value.
+    cdef double loss_gradient(self, const double* p, Py_ssize_t n_classes,
+                              Py_ssize_t y, double* grad) noexcept nogil

@@ -28,7 +28,7 @@ loss by name with :func:`make_loss`.
 """
 from libc.float cimport DBL_EPSILON
 from libc.math cimport (INFINITY, copysign, exp, fabs, fmax, fmin, isfinite,
-                        log1p, sqrt)
+                        log, log1p, sqrt)
 
 # Cap on the base-class Newton/bisection solve.  Splitting alone takes a
 # double bracket to round-off in about 60 steps, so the cap is a guard.
@@ -494,6 +494,91 @@ cdef class Huber(Loss):
 
     def __repr__(self):
         return f"Huber(epsilon={self.epsilon!r})"
+
+
+
+# --- multinomial: class scores p_0..p_{K-1}, y a class index ----------------
+
+cdef class MultinomialLoss:
+    """Base class of the losses of one weight vector per class (abstract).
+
+    ``loss_gradient`` returns the loss of the score vector ``p`` for class
+    ``y`` and writes its (sub)gradient in ``p`` into ``grad``; the gradient in
+    the weights of class ``k`` is then ``grad[k] * x``.
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        if type(self) is MultinomialLoss:
+            raise TypeError("MultinomialLoss is abstract; use make_multinomial_loss.")
+
+    cdef double loss_gradient(self, const double* p, Py_ssize_t n_classes,
+                              Py_ssize_t y, double* grad) noexcept nogil:
+        return 0.0
+
+    def py_loss_gradient(self, const double[::1] p, Py_ssize_t y):
+        """(loss, gradient) of the scores p for class index y."""
+        import numpy as np
+        grad = np.zeros(p.shape[0])
+        cdef double[::1] g = grad
+        value = self.loss_gradient(&p[0], p.shape[0], y, &g[0])
+        return value, grad
+
+    def __reduce__(self):
+        return (type(self), ())
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+cdef class SoftmaxCrossEntropy(MultinomialLoss):
+    """-log softmax(p)_y; gradient softmax(p) - e_y (stable: shifted by max p)."""
+
+    cdef double loss_gradient(self, const double* p, Py_ssize_t n_classes,
+                              Py_ssize_t y, double* grad) noexcept nogil:
+        cdef Py_ssize_t k
+        cdef double top = p[0], total = 0.0
+        for k in range(1, n_classes):
+            top = fmax(top, p[k])
+        for k in range(n_classes):
+            grad[k] = exp(p[k] - top)
+            total += grad[k]
+        for k in range(n_classes):
+            grad[k] /= total
+        grad[y] -= 1.0
+        return top + log(total) - p[y]
+
+
+cdef class MulticlassHinge(MultinomialLoss):
+    """max(0, 1 + max_{k != y} p_k - p_y), the multi-class hinge of Crammer &
+    Singer used in AdaGrad's MNIST experiment.  Subgradient: +1 on the best
+    wrong class (the first one on ties), -1 on y, while the loss is positive.
+    """
+
+    cdef double loss_gradient(self, const double* p, Py_ssize_t n_classes,
+                              Py_ssize_t y, double* grad) noexcept nogil:
+        cdef Py_ssize_t k, rival = -1
+        cdef double value
+        for k in range(n_classes):
+            grad[k] = 0.0
+            if k != y and (rival < 0 or p[k] > p[rival]):
+                rival = k
+        value = 1.0 + p[rival] - p[y]
+        if value <= 0.0:
+            return 0.0
+        grad[rival] = 1.0
+        grad[y] = -1.0
+        return value
+
+
+MULTINOMIAL_LOSSES = {"log_loss": SoftmaxCrossEntropy, "hinge": MulticlassHinge}
+
+
+def make_multinomial_loss(name):
+    """Build the multinomial loss registered in ``MULTINOMIAL_LOSSES``."""
+    if not isinstance(name, str) or name not in MULTINOMIAL_LOSSES:
+        raise ValueError(f"Unknown multinomial loss {name!r}; valid names are "
+                         f"{', '.join(repr(k) for k in MULTINOMIAL_LOSSES)}.")
+    return MULTINOMIAL_LOSSES[name]()
 
 
 LOSSES = {

@@ -1,13 +1,26 @@
-"""AdaGradClassifier: diagonal AdaGrad with composite (proximal) penalties."""
+"""AdaGradClassifier: AdaGrad (diagonal or full-matrix) with composite
+(proximal) penalties and constraints, one-vs-rest or multinomial."""
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from scipy.special import softmax
 from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
-from ._adagrad_fast import AdaGradProblem, run_epoch
+from ._adagrad_fast import (
+    AdaGradProblem,
+    MultinomialProblem,
+    run_epoch,
+    run_epoch_global,
+    run_epoch_multinomial,
+)
+from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, run_epoch_full
 from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier
-from ._loss import make_loss
+from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
+
+# Penalties over the rows of the weight matrix (a feature for all classes).
+MIXED_NORM_PENALTIES = ("l1_l2", "l1_linf")
 
 
 class AdaGradClassifier(BaseOnlineLinearClassifier):
@@ -40,16 +53,33 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     ``partial_fit``.  The intercept is an unpenalised coordinate with its own
     accumulators.
 
+    Beyond these, the rest of the paper's composite framework (section 5):
+    ``multi_class="multinomial"`` (one weight matrix, softmax or multi-class
+    hinge) with the mixed norms ``"l1_l2"`` / ``"l1_linf"`` that drop a
+    feature for every class at once; the ``"linf"`` penalty; the
+    ``l1_ball`` constraint; and full-matrix AdaGrad (``matrix="full"``).
+    See the parameters and Notes for what each costs.
+
     Parameters
     ----------
     loss : {"hinge", "log_loss", "squared_hinge", "modified_huber"}, default="hinge"
         Per-sample loss of the margin ``y (<w, x> + b)``, y in {-1, +1}.
+        With ``multi_class="multinomial"``: ``"log_loss"`` is the softmax
+        cross-entropy and ``"hinge"`` the multi-class hinge
+        ``max(0, 1 + max_{k != y} p_k - p_y)`` of the class scores ``p``.
     update : {"dual_averaging", "mirror_descent", "ftrl_proximal"}, \
             default="dual_averaging"
         The AdaGrad update rule.
-    penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
+    penalty : {"l2", "l1", "elasticnet", "l1_l2", "l1_linf", "linf"} or None, \
+            default="l2"
         Composite penalty, handled exactly by the proximal step (l1 gives
-        exact zeros).
+        exact zeros).  ``"l1_l2"`` and ``"l1_linf"`` (multinomial only) are
+        ``alpha * sum_j ||W[j, :]||_p`` over the rows of the weight matrix
+        (a row = the weights of feature ``j`` for all classes), p = 2 or
+        infinity: a feature is kept or dropped for all classes at once.
+        ``"linf"`` is ``alpha * ||w||_inf`` per one-vs-rest problem.  The
+        mixed norms, ``"linf"`` and ``l1_ball`` take ``"dual_averaging"`` or
+        ``"mirror_descent"``.
     alpha : float, default=1e-4
         Regularisation strength (scikit-learn's ``SGDClassifier`` convention).
         For ``"dual_averaging"`` and ``"mirror_descent"`` it weighs the
@@ -64,6 +94,25 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         Added to the root of the squared-gradient sums (``H = delta + sqrt``;
         FTRL-Proximal's ``beta``).  With ``delta=0`` the very first step on a
         coordinate has length ``eta``.
+    multi_class : {"ovr", "multinomial"}, default="ovr"
+        ``"ovr"``: one binary problem per class (one for two classes), run in
+        parallel threads.  ``"multinomial"``: one weight matrix for all
+        classes with per-entry AdaGrad sums, trained on the multinomial
+        ``loss``; a step costs O(n_classes * nnz).
+    matrix : {"diagonal", "full"}, default="diagonal"
+        AdaGrad's proximal matrix.  ``"full"``: ``H = delta I + G^{1/2}`` with
+        ``G`` the sum of the outer products of the gradients (the intercept
+        is one more coordinate of ``G``, still unpenalised), with
+        ``penalty="l2"`` or None, one-vs-rest.  Exact, through an
+        eigendecomposition per step: O(n_features^3) per sample, so it is
+        limited to dense problems of at most ``FULL_MATRIX_MAX_FEATURES``
+        (see ``sklearn_adaprox._adagrad_full_fast``) features.
+    l1_ball : float > 0 or None, default=None
+        Constrain each weight vector to ``||w||_1 <= l1_ball`` (with
+        ``penalty=None``), by the sort-based weighted projection of the
+        paper's Figure 3.  Like ``penalty="linf"`` this couples all
+        coordinates: a step costs O(n_features log n_features), for dense
+        moderate-dimensional data.
     fit_intercept : bool, default=True
         Learn an unpenalised intercept.
     max_iter : int, default=1000
@@ -100,14 +149,23 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         Weights, float64 whatever the dtype of X (the AdaGrad sums would lose
         precision in float32; float32 X is read as it is, not copied).
     intercept_ : ndarray of shape (1,) or (n_classes,)
+    class_coef_, class_intercept_ : ndarray of shape (n_classes, n_features) \
+            and (n_classes,)
+        Multinomial only: the weights of each class.  ``coef_`` is
+        ``class_coef_`` for more than two classes and
+        ``class_coef_[1] - class_coef_[0]`` for two (the losses only see
+        differences of class scores).
     classes_ : ndarray of shape (n_classes,)
     sum_gradient_ : ndarray of shape (n_problems, n_features)
-        AdaGrad's ``u``: sum of the gradients.  For ``"ftrl_proximal"`` it is
-        McMahan's ``z``.
+        AdaGrad's ``u``: sum of the gradients (``n_problems = n_classes``
+        when multinomial).  For ``"ftrl_proximal"`` it is McMahan's ``z``.
     sum_sq_gradient_ : ndarray of shape (n_problems, n_features)
-        Sum of the squared gradients (McMahan's ``n``).
+        Sum of the squared gradients (McMahan's ``n``); diagonal matrix only.
+    sum_outer_gradient_ : ndarray of shape (n_problems, m, m)
+        ``matrix="full"`` only: ``G``, the sum of the outer products of the
+        gradients, ``m = n_features + fit_intercept`` (the intercept last).
     intercept_sum_gradient_, intercept_sum_sq_gradient_ : ndarray of shape (n_problems,)
-        The same for the intercept.
+        The same for the intercept (the second one: diagonal matrix only).
     t_ : int
         Number of steps taken: every processed sample of non-zero weight,
         over all epochs and ``partial_fit`` calls.
@@ -144,6 +202,18 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     coincides with ``"mirror_descent"``, not with ``"dual_averaging"``), and
     dual averaging multiplies the penalty by ``t``.
 
+    **Cost of the structured options.**  Element-wise penalties cost
+    O(nnz) per sample (O(n_classes * nnz) multinomial).  The mixed norms
+    solve one small problem per touched row: l1/l2 by bisection on a scalar
+    (closed form when a row's ``H`` entries are equal), l1/linf by a weighted
+    l1 projection, O(n_classes log n_classes).  Under dual averaging an
+    untouched row is a closed form of its sums and ``t``, read lazily; under
+    mirror descent an untouched row still shrinks every step and there is no
+    closed form for repeated steps, so its idle steps are replayed when it is
+    next read, stopping once it reaches zero (prefer dual averaging on sparse
+    data).  ``"linf"`` and ``l1_ball`` cost O(n_features log n_features) per
+    sample, ``matrix="full"`` O(n_features^3).
+
     **fit / partial_fit / warm_start.** ``fit`` starts from zero (unless
     ``warm_start``) and makes up to ``max_iter`` shuffled passes.
     ``partial_fit`` continues from the current state with one pass over the
@@ -173,7 +243,13 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         **BaseOnlineLinearClassifier._parameter_constraints,
         "loss": [StrOptions({"hinge", "log_loss", "squared_hinge", "modified_huber"})],
         "update": [StrOptions({"dual_averaging", "mirror_descent", "ftrl_proximal"})],
-        "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
+        "penalty": [
+            StrOptions({"l2", "l1", "elasticnet", "l1_l2", "l1_linf", "linf"}),
+            None,
+        ],
+        "multi_class": [StrOptions({"ovr", "multinomial"})],
+        "matrix": [StrOptions({"diagonal", "full"})],
+        "l1_ball": [Interval(Real, 0, None, closed="neither"), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
         "eta": [Interval(Real, 0, None, closed="neither")],
@@ -190,6 +266,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         l1_ratio=0.15,
         eta=0.1,
         delta=0.0,
+        multi_class="ovr",
+        matrix="diagonal",
+        l1_ball=None,
         fit_intercept=True,
         max_iter=1000,
         tol=1e-3,
@@ -208,6 +287,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         self.l1_ratio = l1_ratio
         self.eta = eta
         self.delta = delta
+        self.multi_class = multi_class
+        self.matrix = matrix
+        self.l1_ball = l1_ball
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
@@ -221,8 +303,10 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     @available_if(lambda est: est.loss in PROBABILISTIC_LOSSES)
     def predict_proba(self, X):
-        """Class probabilities (``log_loss``: logistic; ``modified_huber``:
-        ``(clip(score, -1, 1) + 1) / 2``); one-vs-rest rows are normalised.
+        """Class probabilities.  ``multi_class="multinomial"``: the softmax of
+        the class scores.  One-vs-rest: ``log_loss`` gives the logistic of
+        each score, ``modified_huber`` ``(clip(score, -1, 1) + 1) / 2``, and
+        the rows are normalised.
 
         Parameters
         ----------
@@ -232,6 +316,10 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
+        check_is_fitted(self)
+        if self.multi_class == "multinomial" and len(self.classes_) > 2:
+            return softmax(self.decision_function(X), axis=1)
+        # two classes: the sigmoid of p_1 - p_0 is the softmax as well
         return self._predict_proba_from_loss(X, self.loss)
 
     @available_if(lambda est: est.loss in PROBABILISTIC_LOSSES)
@@ -241,9 +329,60 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             return np.log(self.predict_proba(X))
 
     # ------------------------------------------------------------------
+    def _check_options(self, n_features, n_classes):
+        mixed_norm = self.penalty in MIXED_NORM_PENALTIES
+        couples_coordinates = self.penalty == "linf" or self.l1_ball is not None
+        if self.multi_class == "multinomial":
+            if self.loss not in MULTINOMIAL_LOSSES:
+                raise ValueError(
+                    f"multi_class='multinomial' supports loss in "
+                    f"{sorted(MULTINOMIAL_LOSSES)} (softmax cross-entropy and the "
+                    f"multi-class hinge); got loss={self.loss!r}."
+                )
+            if couples_coordinates or self.matrix == "full":
+                raise ValueError(
+                    "penalty='linf', l1_ball and matrix='full' act on one weight "
+                    "vector per problem; use them with multi_class='ovr'."
+                )
+        elif mixed_norm:
+            raise ValueError(
+                f"penalty={self.penalty!r} groups the weights of a feature across "
+                "classes, so it needs multi_class='multinomial'."
+            )
+        structured = mixed_norm or couples_coordinates or self.matrix == "full"
+        if structured and self.update == "ftrl_proximal":
+            raise ValueError(
+                "update='ftrl_proximal' supports the penalties 'l1', 'l2', "
+                "'elasticnet' and None with matrix='diagonal'; use "
+                "'dual_averaging' or 'mirror_descent'."
+            )
+        if self.l1_ball is not None and self.penalty is not None:
+            raise ValueError(
+                "l1_ball is a constraint that replaces the penalty: set "
+                f"penalty=None (got penalty={self.penalty!r})."
+            )
+        if self.matrix == "full":
+            if self.penalty not in (None, "l2"):
+                raise ValueError(
+                    "matrix='full' supports penalty='l2' or None; got "
+                    f"penalty={self.penalty!r}."
+                )
+            if n_features > FULL_MATRIX_MAX_FEATURES:
+                raise ValueError(
+                    f"matrix='full' costs O(n_features^3) per sample and is "
+                    f"limited to n_features <= {FULL_MATRIX_MAX_FEATURES}; X has "
+                    f"{n_features} features. Use matrix='diagonal'."
+                )
+
+    def _problem_targets(self, y_index, n_classes):
+        if self.multi_class == "multinomial":
+            # one problem over all classes; the kernel takes class indices
+            return [y_index.astype(np.float64)]
+        return super()._problem_targets(y_index, n_classes)
+
     def _penalty_strengths(self):
-        """(l1, l2) strengths of the composite penalty."""
-        if self.penalty is None:
+        """(l1, l2) strengths of an element-wise penalty."""
+        if self.penalty in (None, "linf") or self.penalty in MIXED_NORM_PENALTIES:
             return 0.0, 0.0
         if self.penalty == "l1":
             return float(self.alpha), 0.0
@@ -252,14 +391,46 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         return self.alpha * self.l1_ratio, self.alpha * (1.0 - self.l1_ratio)
 
     def _init_state(self, n_problems, n_features):
-        self.coef_ = np.zeros((n_problems, n_features), dtype=np.float64)
-        self.intercept_ = np.zeros(n_problems, dtype=np.float64)
+        if self.multi_class == "multinomial":
+            n_problems = len(self.classes_)  # one weight vector per class
+            self.class_coef_ = np.zeros((n_problems, n_features), dtype=np.float64)
+            self.class_intercept_ = np.zeros(n_problems, dtype=np.float64)
         self.sum_gradient_ = np.zeros((n_problems, n_features), dtype=np.float64)
-        self.sum_sq_gradient_ = np.zeros((n_problems, n_features), dtype=np.float64)
         self.intercept_sum_gradient_ = np.zeros(n_problems, dtype=np.float64)
-        self.intercept_sum_sq_gradient_ = np.zeros(n_problems, dtype=np.float64)
+        if self.matrix == "full":
+            n_dims = n_features + self.fit_intercept
+            self.sum_outer_gradient_ = np.zeros(
+                (n_problems, n_dims, n_dims), dtype=np.float64
+            )
+        else:
+            self.sum_sq_gradient_ = np.zeros((n_problems, n_features), dtype=np.float64)
+            self.intercept_sum_sq_gradient_ = np.zeros(n_problems, dtype=np.float64)
+        if self.multi_class == "multinomial":
+            self._publish_class_weights()
+        else:
+            self.coef_ = np.zeros((n_problems, n_features), dtype=np.float64)
+            self.intercept_ = np.zeros(n_problems, dtype=np.float64)
+
+    def _publish_class_weights(self):
+        """``coef_``/``intercept_`` from the per-class weights: the same
+        arrays for more than two classes; for two, the difference of class 1
+        and class 0 (the softmax and the multi-class hinge only see
+        differences of scores)."""
+        if len(self.classes_) > 2:
+            self.coef_, self.intercept_ = self.class_coef_, self.class_intercept_
+        else:
+            self.coef_ = self.class_coef_[1:] - self.class_coef_[:1]
+            self.intercept_ = self.class_intercept_[1:] - self.class_intercept_[:1]
 
     def _run_epoch(self, k, rows, y, sample_weight, order):
+        X_data, X_indices, X_indptr, is_dense = rows
+        data = (X_data, X_indices, X_indptr, is_dense, y, sample_weight, order)
+        if self.multi_class == "multinomial":
+            return self._run_multinomial_epoch(data)
+        if self.matrix == "full":
+            return self._run_full_matrix_epoch(k, data)
+        if self.penalty == "linf" or self.l1_ball is not None:
+            return self._run_global_epoch(k, data)
         l1, l2 = self._penalty_strengths()
         problem = AdaGradProblem(
             make_loss(self.loss),
@@ -277,11 +448,77 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             self.intercept_sum_sq_gradient_[k],
             self.t_,
         )
-        X_data, X_indices, X_indptr, is_dense = rows
-        result = run_epoch(
-            problem, X_data, X_indices, X_indptr, is_dense, y, sample_weight, order
-        )
+        result = run_epoch(problem, *data)
         self.intercept_[k] = problem.intercept
         self.intercept_sum_gradient_[k] = problem.intercept_sum_grad
         self.intercept_sum_sq_gradient_[k] = problem.intercept_sum_sq_grad
+        return result
+
+    def _run_multinomial_epoch(self, data):
+        l1, l2 = self._penalty_strengths()
+        mixed_norm = self.penalty in MIXED_NORM_PENALTIES
+        problem = MultinomialProblem(
+            make_multinomial_loss(self.loss),
+            self.update,
+            self.penalty if mixed_norm else "elementwise",
+            self.eta,
+            self.delta,
+            l1,
+            l2,
+            float(self.alpha) if mixed_norm else 0.0,
+            self.fit_intercept,
+            self.class_coef_,
+            self.sum_gradient_,
+            self.sum_sq_gradient_,
+            self.class_intercept_,
+            self.intercept_sum_gradient_,
+            self.intercept_sum_sq_gradient_,
+            self.t_,
+        )
+        result = run_epoch_multinomial(problem, *data)
+        self._publish_class_weights()
+        return result
+
+    def _run_full_matrix_epoch(self, k, data):
+        # the intercept is the last coordinate of the full-matrix problem
+        n_features = self.coef_.shape[1]
+        w = np.append(self.coef_[k], self.intercept_[k] if self.fit_intercept else [])
+        u = np.append(
+            self.sum_gradient_[k],
+            self.intercept_sum_gradient_[k] if self.fit_intercept else [],
+        )
+        l2 = float(self.alpha) if self.penalty == "l2" else 0.0
+        result = run_epoch_full(
+            make_loss(self.loss), self.update, self.eta, self.delta, l2,
+            self.fit_intercept, w, u, self.sum_outer_gradient_[k], self.t_, *data,
+        )
+        self.coef_[k] = w[:n_features]
+        self.sum_gradient_[k] = u[:n_features]
+        if self.fit_intercept:
+            self.intercept_[k] = w[n_features]
+            self.intercept_sum_gradient_[k] = u[n_features]
+        return result
+
+    def _run_global_epoch(self, k, data):
+        if self.l1_ball is not None:
+            constraint, strength = "l1_ball", float(self.l1_ball)
+        else:
+            constraint, strength = "linf", float(self.alpha)
+        intercept_state = np.array(
+            [
+                self.intercept_[k],
+                self.intercept_sum_gradient_[k],
+                self.intercept_sum_sq_gradient_[k],
+            ]
+        )
+        result = run_epoch_global(
+            make_loss(self.loss), self.update, constraint, self.eta, self.delta,
+            strength, self.fit_intercept, self.coef_[k], self.sum_gradient_[k],
+            self.sum_sq_gradient_[k], intercept_state, self.t_, *data,
+        )
+        (
+            self.intercept_[k],
+            self.intercept_sum_gradient_[k],
+            self.intercept_sum_sq_gradient_[k],
+        ) = intercept_state
         return result
