@@ -68,6 +68,40 @@ cdef struct Hyper:
     double delta
     double l1
     double l2
+    # False: the non-adaptive baseline H = (delta + sqrt(t)) I of the paper's
+    # comparisons (Xiao's RDA with beta_t = sqrt(t) / eta), dual averaging only
+    bint adaptive
+
+
+cdef inline double da_root(double root, double t, Hyper h) noexcept nogil:
+    """The root in H = delta + root: AdaGrad's sqrt(ssq), or sqrt(t)."""
+    return root if h.adaptive else sqrt(t)
+
+
+cdef inline double da_intercept(double u_b, double root_b, double t,
+                                Hyper h) noexcept nogil:
+    """Dual-averaging intercept (never penalised) after t steps."""
+    if u_b == 0.0:
+        return 0.0
+    return -h.eta * u_b / (h.delta + da_root(root_b, t, h))
+
+
+cdef inline double intercept_step(double b, double* u_b, double* ssq_b, double d,
+                                  double t, Hyper h) noexcept nogil:
+    """Step t on the intercept, a never penalised coordinate of feature 1,
+    for the gradient d != 0: update its sums, return its new value."""
+    cdef double sigma
+    if h.update == FTRL_PROXIMAL:
+        sigma = (sqrt(ssq_b[0] + d * d) - sqrt(ssq_b[0])) / h.eta
+        u_b[0] += d - sigma * b
+    else:
+        u_b[0] += d
+    ssq_b[0] += d * d
+    if h.update == MIRROR_DESCENT:
+        return b - h.eta * d / (h.delta + sqrt(ssq_b[0]))
+    if h.update == FTRL_PROXIMAL:
+        return -h.eta * u_b[0] / (h.delta + sqrt(ssq_b[0]))
+    return da_intercept(u_b[0], sqrt(ssq_b[0]), t, h)
 
 
 cdef inline double da_weight(double u, double root, double t, Hyper h) noexcept nogil:
@@ -126,6 +160,17 @@ cdef inline double md_idle_steps(double w, double root, int64_t k, Hyper h) noex
     return copysign(mag, w)
 
 
+cdef Hyper make_hyper(str update, double eta, double delta, double l1, double l2,
+                      bint adaptive) except *:
+    cdef Hyper h
+    h.update = UPDATE_CODES[update]
+    if not adaptive and h.update != DUAL_AVERAGING:
+        raise ValueError("the non-adaptive proximal term is implemented for "
+                         "dual averaging only")
+    h.eta, h.delta, h.l1, h.l2, h.adaptive = eta, delta, l1, l2, adaptive
+    return h
+
+
 cdef class AdaGradProblem:
     """State of one binary AdaGrad problem for the length of one pass.
 
@@ -152,13 +197,9 @@ cdef class AdaGradProblem:
                  double l1, double l2, bint fit_intercept,
                  double[::1] coef, double[::1] sum_grad, double[::1] sum_sq_grad,
                  double intercept, double intercept_sum_grad,
-                 double intercept_sum_sq_grad, int64_t t):
+                 double intercept_sum_sq_grad, int64_t t, bint adaptive=True):
         self.loss = loss
-        self.hyper.update = UPDATE_CODES[update]
-        self.hyper.eta = eta
-        self.hyper.delta = delta
-        self.hyper.l1 = l1
-        self.hyper.l2 = l2
+        self.hyper = make_hyper(update, eta, delta, l1, l2, adaptive)
         self.fit_intercept = fit_intercept
         self.coef = coef
         self.sum_grad = sum_grad
@@ -178,7 +219,8 @@ cdef class AdaGradProblem:
         cdef double t = <double> self.t
         for j in range(self.coef.shape[0]):
             if h.update == DUAL_AVERAGING:
-                self.coef[j] = da_weight(self.acc[j, 0], self.acc[j, 1], t, h)
+                self.coef[j] = da_weight(self.acc[j, 0], da_root(self.acc[j, 1], t, h),
+                                         t, h)
             elif h.update == MIRROR_DESCENT:
                 self.coef[j] = md_idle_steps(self.coef[j], self.acc[j, 1],
                                              self.t - self.last_step[j], h)
@@ -211,6 +253,13 @@ cdef inline double da_margin(const floating* x, const index_t* idx, Py_ssize_t n
         # No threshold: w_j = -eta u_j / (root_j + delta + eta l2 t), where
         # the denominator is 0 only for an untouched (u_j = 0) coordinate.
         shift = h.delta + h.eta * h.l2 * t
+        if not h.adaptive:  # one denominator for every coordinate
+            den = sqrt(t) + shift
+            if den <= 0.0:
+                return 0.0  # t == 0: nothing learnt yet
+            for k in range(nnz):
+                p += acc[2 * idx[k]] * x[k]
+            return -h.eta * p / den
         for k in range(nnz):
             j = 2 * idx[k]
             den = acc[j + 1] + shift
@@ -221,7 +270,7 @@ cdef inline double da_margin(const floating* x, const index_t* idx, Py_ssize_t n
         if x[k] == 0.0:
             continue
         j = 2 * idx[k]
-        p += da_weight(acc[j], acc[j + 1], t, h) * x[k]
+        p += da_weight(acc[j], da_root(acc[j + 1], t, h), t, h) * x[k]
     return p
 
 
@@ -337,7 +386,7 @@ def run_epoch(AdaGradProblem problem,
     cdef const floating* x
     cdef const index_t* idx
     cdef Py_ssize_t s, i, nnz
-    cdef double sw, yi, p, d, sigma
+    cdef double sw, yi, p, d
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
     data_pointers(X_data, X_indices, &data, &indices)
@@ -353,6 +402,8 @@ def run_epoch(AdaGradProblem problem,
 
             # Predict with the weights of step t ...
             if h.update == DUAL_AVERAGING:
+                if not h.adaptive:  # the intercept moves with t too
+                    b = da_intercept(u_b, 0.0, <double> t, h)
                 p = b + da_margin(x, idx, nnz, acc, <double> t, h)
             elif h.update == MIRROR_DESCENT:
                 p = b + md_margin(x, idx, nnz, w, acc, last, t, h)
@@ -377,19 +428,10 @@ def run_epoch(AdaGradProblem problem,
                 ftrl_update(x, idx, nnz, d, w, acc, h)
 
             if fit_intercept:
-                if h.update == FTRL_PROXIMAL:
-                    sigma = (sqrt(ssq_b + d * d) - sqrt(ssq_b)) / h.eta
-                    u_b += d - sigma * b
-                    ssq_b += d * d
-                    b = -h.eta * u_b / (h.delta + sqrt(ssq_b))
-                else:
-                    u_b += d
-                    ssq_b += d * d
-                    if h.update == DUAL_AVERAGING:
-                        b = -h.eta * u_b / (h.delta + sqrt(ssq_b))
-                    else:
-                        b -= h.eta * d / (h.delta + sqrt(ssq_b))
+                b = intercept_step(b, &u_b, &ssq_b, d, <double> t, h)
 
+        if h.update == DUAL_AVERAGING:
+            b = da_intercept(u_b, sqrt(ssq_b), <double> t, h)
         problem.t = t
         problem.finalize()
         problem.store()
@@ -484,7 +526,7 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
     if intercept_state.shape[0] != 3:
         raise ValueError("intercept_state must hold [b, u_b, ssq_b].")
 
-    cdef int rule = UPDATE_CODES[update]
+    cdef Hyper h = make_hyper(update, eta, delta, 0.0, 0.0, True)
     cdef int pen = COUPLED_PENALTY_CODES[penalty]
     # Workspaces, once per pass: H = delta + sqrt(ssq) kept current (only the
     # coordinates of a row change it), the solver's input v, its work buffer.
@@ -539,7 +581,7 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
             dd = sw * loss.dloss(yi, p)
             t += 1
 
-            if rule == MIRROR_DESCENT:
+            if h.update == MIRROR_DESCENT:
                 # v = eta g - H w_old, g nonzero on the row only.
                 for j in range(n_features):
                     v[j] = -H[j] * w[j]
@@ -553,22 +595,17 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
                     u[j] += g
                     ssq[j] += g * g
                     H[j] = delta + sqrt(ssq[j])
-                    if rule == MIRROR_DESCENT:
+                    if h.update == MIRROR_DESCENT:
                         # H w_old uses the old H: recompute with the new one
                         v[j] = eta * g - H[j] * w[j]
                 if fit_intercept:
-                    u_b += dd
-                    ssq_b += dd * dd
-                    if rule == DUAL_AVERAGING:
-                        b = -eta * u_b / (delta + sqrt(ssq_b))
-                    else:
-                        b -= eta * dd / (delta + sqrt(ssq_b))
-            elif rule == DUAL_AVERAGING and pen == L1_BALL:
+                    b = intercept_step(b, &u_b, &ssq_b, dd, <double> t, h)
+            elif h.update == DUAL_AVERAGING and pen == L1_BALL:
                 # u, H and the radius are unchanged: the same problem, the
                 # same (deterministic) solution, already in w.
                 continue
 
-            if rule == DUAL_AVERAGING:
+            if h.update == DUAL_AVERAGING:
                 for j in range(n_features):
                     v[j] = eta * u[j]
                 if pen == LINF:
@@ -648,13 +685,9 @@ cdef class MultinomialProblem:
                  bint fit_intercept, double[:, ::1] coef, double[:, ::1] sum_grad,
                  double[:, ::1] sum_sq_grad, double[::1] intercept,
                  double[::1] intercept_sum_grad, double[::1] intercept_sum_sq_grad,
-                 int64_t t):
+                 int64_t t, bint adaptive=True):
         self.loss = loss
-        self.hyper.update = UPDATE_CODES[update]
-        self.hyper.eta = eta
-        self.hyper.delta = delta
-        self.hyper.l1 = l1
-        self.hyper.l2 = l2
+        self.hyper = make_hyper(update, eta, delta, l1, l2, adaptive)
         self.penalty = PENALTY_CODES[penalty]
         self.group_strength = group_strength
         self.fit_intercept = fit_intercept
@@ -705,10 +738,11 @@ cdef class MultinomialProblem:
         # dual averaging
         if self.penalty == ELEMENTWISE:
             for k in range(K):
-                w[k] = da_weight(acc[2 * k], acc[2 * k + 1], <double> self.t, h)
+                w[k] = da_weight(acc[2 * k], da_root(acc[2 * k + 1], self.t, h),
+                                 <double> self.t, h)
             return
         for k in range(K):
-            D[k] = h.delta + acc[2 * k + 1]
+            D[k] = h.delta + da_root(acc[2 * k + 1], self.t, h)
             v[k] = h.eta * acc[2 * k]
         self.row_prox(h.eta * self.group_strength * self.t, w)
 
@@ -757,28 +791,24 @@ cdef class MultinomialProblem:
 
     cdef void step_intercept(self, const double* d) noexcept nogil:
         cdef Py_ssize_t k
-        cdef Hyper h = self.hyper
-        cdef double sigma
         for k in range(self.n_classes):
-            if d[k] == 0.0:
-                continue
-            if h.update == FTRL_PROXIMAL:
-                sigma = (sqrt(self.intercept_sum_sq_grad[k] + d[k] * d[k])
-                         - sqrt(self.intercept_sum_sq_grad[k])) / h.eta
-                self.intercept_sum_grad[k] += d[k] - sigma * self.intercept[k]
-            else:
-                self.intercept_sum_grad[k] += d[k]
-            self.intercept_sum_sq_grad[k] += d[k] * d[k]
-            if h.update == MIRROR_DESCENT:
-                self.intercept[k] -= h.eta * d[k] / (
-                    h.delta + sqrt(self.intercept_sum_sq_grad[k]))
-            else:
-                self.intercept[k] = -h.eta * self.intercept_sum_grad[k] / (
-                    h.delta + sqrt(self.intercept_sum_sq_grad[k]))
+            if d[k] != 0.0:
+                self.intercept[k] = intercept_step(
+                    self.intercept[k], &self.intercept_sum_grad[k],
+                    &self.intercept_sum_sq_grad[k], d[k], <double> self.t, self.hyper)
+
+    cdef void current_intercepts(self) noexcept nogil:
+        """The non-adaptive dual-averaging intercepts depend on t as well."""
+        cdef Py_ssize_t k
+        if self.hyper.update == DUAL_AVERAGING and not self.hyper.adaptive:
+            for k in range(self.n_classes):
+                self.intercept[k] = da_intercept(self.intercept_sum_grad[k], 0.0,
+                                                 <double> self.t, self.hyper)
 
     cdef void store(self) noexcept nogil:
         """Every row current at t, then everything back to the caller."""
         cdef Py_ssize_t j, k
+        self.current_intercepts()
         for j in range(self.W.shape[0]):
             self.current_row(j)
             for k in range(self.n_classes):
@@ -830,6 +860,7 @@ def run_epoch_multinomial(MultinomialProblem problem,
             nnz = get_row(data, indices, indptr, is_dense, n_features, i, &x, &idx)
 
             # Predict with the weights of step t ...
+            problem.current_intercepts()
             for k in range(K):
                 scores[k] = problem.intercept[k]
             for e in range(nnz):

@@ -299,12 +299,13 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
             self.class_weight, classes=all_classes, y=y
         )
         sample_weight = sample_weight * weight_per_class[y_index]
-        self._check_options(X.shape[1], all_classes.shape[0])
+        self._check_options(X.shape[1], all_classes.shape[0], first_call)
         return X, y_index, sample_weight, all_classes, first_call
 
-    def _check_options(self, n_features, n_classes):
-        """Raise ValueError for parameter combinations the data rules out
-        (called during validation, before any state changes)."""
+    def _check_options(self, n_features, n_classes, first_call):
+        """Raise ValueError for parameter combinations the data (or, when
+        the call continues a fitted state, that state) rules out; called
+        during validation, before any state changes."""
 
     def _problem_targets(self, y_index, n_classes):
         """Targets of the independent problems the model is made of:

@@ -7,9 +7,9 @@
 # D_i == 0 is treated as absent (x_i = 0): in the kernels it is a weight that
 # has never had a gradient (delta == 0), whose v_i is then 0 as well.
 # "Exact" means to round-off: thresholds found by (partial) sorting, roots by
-# bisection down to adjacent doubles; no fixed iteration counts.  ``work`` is a
-# caller-allocated buffer of ``prox_work_size(n)`` doubles; nothing here
-# allocates.
+# Newton steps that stop when theta no longer moves; no fixed iteration
+# counts.  ``work`` is a caller-allocated buffer of ``prox_work_size(n)``
+# doubles; nothing here allocates.
 
 # Number of doubles the ``work`` buffer of the solvers below must hold.
 cdef Py_ssize_t prox_work_size(Py_ssize_t n) noexcept nogil

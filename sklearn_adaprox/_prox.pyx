@@ -6,8 +6,11 @@ step for the l2 (group) penalty, the l-infinity penalty and the l1-ball
 constraint under the metric ``diag(H)`` to two primitives:
 
 * a one-dimensional root (the l2 case: ``alpha(theta) = -(D^-1 + theta I)^-1
-  D^-1 v`` with ``||alpha|| = lam``), found here by bisection down to adjacent
-  doubles;
+  D^-1 v`` with ``||alpha|| = lam``), found here by Newton's method on the
+  concave secular equation ``1 / ||alpha(theta)|| = 1 / lam``, monotone from
+  a bracketing start, run until a step no longer moves ``theta`` (the paper
+  suggests bisection; Newton reaches the same root to round-off in a few
+  steps);
 * a projection onto a weighted l1 ball, ``min 0.5 ||z - q||^2`` s.t.
   ``sum a_i |z_i| <= c``, solved by the sort-based threshold of the paper's
   Figure 3: with ``r_i = |q_i| / a_i`` in decreasing order, ``rho`` is the
@@ -142,24 +145,19 @@ cdef void weighted_l1_projection(const double* q, const double* a, Py_ssize_t n,
             z[i] = copysign(fmax(fabs(q[i]) - theta * a[i], 0.0), q[i])
 
 
-cdef inline double _phi(const double* v, const double* D, Py_ssize_t n,
-                        double theta) noexcept nogil:
-    # squared norm of v_i / (1 + theta D_i) over the present coordinates
-    cdef Py_ssize_t i
-    cdef double s = 0.0, e
-    for i in range(n):
-        if D[i] > 0.0:
-            e = v[i] / (1.0 + theta * D[i])
-            s += e * e
-    return s
+cdef enum:
+    # Cap on the Newton iterations of group_l2_prox; monotone convergence
+    # from the left takes a handful, the cap is a guard.
+    GROUP_NEWTON_MAX_ITER = 100
 
 
 cdef void group_l2_prox(const double* v, const double* D, Py_ssize_t n,
                         double lam, double* x) noexcept nogil:
     cdef Py_ssize_t i
     cdef double norm2 = 0.0, norm, d_min = 0.0, d_max = 0.0
-    cdef double lam2, lo, hi, mid, f_lo, f_hi, f_mid, theta, excess
+    cdef double lo, hi, theta, new_theta, phi, slope, e, r
     cdef bint first = True
+    cdef int it
     for i in range(n):
         if D[i] > 0.0 and v[i] != 0.0:
             norm2 += v[i] * v[i]
@@ -180,31 +178,35 @@ cdef void group_l2_prox(const double* v, const double* D, Py_ssize_t n,
         for i in range(n):
             x[i] = -v[i] / D[i] if D[i] > 0.0 else 0.0
         return
-    # ||v|| / (1 + theta D_max) <= sqrt(phi(theta)) <= ||v|| / (1 + theta D_min),
-    # so the root lies in [excess / D_max, excess / D_min]: both ends finite
-    # and positive, the bracket is tight, and equal D gives it exactly.
-    excess = norm / lam - 1.0
-    lo = excess / d_max
-    hi = excess / d_min
+    # phi(theta) = sum_i v_i^2 / (1 + theta D_i)^2 decreases from ||v||^2 and
+    # ||v|| / (1 + theta D_max) <= sqrt(phi) <= ||v|| / (1 + theta D_min), so
+    # the root of sqrt(phi) = lam lies in [excess / D_max, excess / D_min]
+    # (a single point, the closed form, when the D_i are equal).
+    lo = (norm / lam - 1.0) / d_max
+    hi = (norm / lam - 1.0) / d_min
+    theta = lo
     if lo < hi:
-        lam2 = lam * lam
-        f_lo = _phi(v, D, n, lo) - lam2   # >= 0 in exact arithmetic
-        f_hi = _phi(v, D, n, hi) - lam2   # <= 0 in exact arithmetic
-        # Bisect until lo and hi are adjacent doubles.
-        while True:
-            mid = 0.5 * (lo + hi)
-            if not (lo < mid and mid < hi):
+        # Newton on psi(theta) = 1 / sqrt(phi(theta)) - 1 / lam: this is the
+        # secular equation of a trust-region step (v_i / D_i over
+        # 1 / D_i + theta), and psi is increasing and concave, so Newton from
+        # the left end of the bracket climbs monotonically to the root and
+        # never overshoots (in exact arithmetic); it stops when a step no
+        # longer moves theta, i.e. at the root to round-off.
+        for it in range(GROUP_NEWTON_MAX_ITER):
+            phi = 0.0
+            slope = 0.0  # -phi'(theta) / 2
+            for i in range(n):
+                if D[i] > 0.0:
+                    r = 1.0 / (1.0 + theta * D[i])
+                    e = v[i] * r
+                    phi += e * e
+                    slope += e * e * D[i] * r
+            if not slope > 0.0:
                 break
-            f_mid = _phi(v, D, n, mid) - lam2
-            if f_mid > 0.0:
-                lo = mid
-                f_lo = f_mid
-            else:
-                hi = mid
-                f_hi = f_mid
-        theta = lo if fabs(f_lo) <= fabs(f_hi) else hi
-    else:
-        theta = lo
+            new_theta = fmin(theta + phi * (sqrt(phi) / lam - 1.0) / slope, hi)
+            if not new_theta > theta:
+                break
+            theta = new_theta
     for i in range(n):
         if D[i] > 0.0:
             x[i] = -theta * v[i] / (1.0 + theta * D[i])
@@ -276,68 +278,52 @@ def _check_metric(double[::1] D):
         raise ValueError("D must be finite and nonnegative")
 
 
-def py_weighted_l1_projection(q, a, double c):
-    """argmin_z 0.5 ||z - q||^2 s.t. sum_i a_i |z_i| <= c, as a NumPy array."""
-    cdef double[::1] q_ = _as_vector(q)
-    cdef double[::1] a_ = _as_vector(a, q_.shape[0])
-    cdef Py_ssize_t n = q_.shape[0]
-    if c < 0:
-        raise ValueError("c must be >= 0")
-    _check_metric(a_)
-    z = np.zeros(n)
-    cdef double[::1] z_ = z
+cdef enum:
+    PROJECTION = 0
+    GROUP_L2 = 1
+    LINF = 2
+    L1_BALL = 3
+
+
+def _solve(int solver, v, D, double strength, str strength_name):
+    """Validate the inputs of a hook, run one solver, return its solution."""
+    cdef double[::1] v_ = _as_vector(v)
+    cdef double[::1] D_ = _as_vector(D, v_.shape[0])
+    cdef Py_ssize_t n = v_.shape[0]
+    if strength < 0:
+        raise ValueError(f"{strength_name} must be >= 0")
+    _check_metric(D_)
+    x = np.zeros(n)
+    cdef double[::1] x_ = x
     cdef double[::1] work = np.empty(prox_work_size(n))
     if n > 0:
         with nogil:
-            weighted_l1_projection(&q_[0], &a_[0], n, c, &z_[0], &work[0])
-    return z
+            if solver == PROJECTION:
+                weighted_l1_projection(&v_[0], &D_[0], n, strength, &x_[0], &work[0])
+            elif solver == GROUP_L2:
+                group_l2_prox(&v_[0], &D_[0], n, strength, &x_[0])
+            elif solver == LINF:
+                linf_prox(&v_[0], &D_[0], n, strength, &x_[0], &work[0])
+            else:
+                l1_ball_solve(&v_[0], &D_[0], n, strength, &x_[0], &work[0])
+    return x
+
+
+def py_weighted_l1_projection(q, a, double c):
+    """argmin_z 0.5 ||z - q||^2 s.t. sum_i a_i |z_i| <= c, as a NumPy array."""
+    return _solve(PROJECTION, q, a, c, "c")
 
 
 def py_group_l2_prox(v, D, double lam):
     """argmin_x <v, x> + 0.5 <x, diag(D) x> + lam ||x||_2, as a NumPy array."""
-    cdef double[::1] v_ = _as_vector(v)
-    cdef double[::1] D_ = _as_vector(D, v_.shape[0])
-    cdef Py_ssize_t n = v_.shape[0]
-    if lam < 0:
-        raise ValueError("lam must be >= 0")
-    _check_metric(D_)
-    x = np.zeros(n)
-    cdef double[::1] x_ = x
-    if n > 0:
-        with nogil:
-            group_l2_prox(&v_[0], &D_[0], n, lam, &x_[0])
-    return x
+    return _solve(GROUP_L2, v, D, lam, "lam")
 
 
 def py_linf_prox(v, D, double lam):
     """argmin_x <v, x> + 0.5 <x, diag(D) x> + lam ||x||_inf, as a NumPy array."""
-    cdef double[::1] v_ = _as_vector(v)
-    cdef double[::1] D_ = _as_vector(D, v_.shape[0])
-    cdef Py_ssize_t n = v_.shape[0]
-    if lam < 0:
-        raise ValueError("lam must be >= 0")
-    _check_metric(D_)
-    x = np.zeros(n)
-    cdef double[::1] x_ = x
-    cdef double[::1] work = np.empty(prox_work_size(n))
-    if n > 0:
-        with nogil:
-            linf_prox(&v_[0], &D_[0], n, lam, &x_[0], &work[0])
-    return x
+    return _solve(LINF, v, D, lam, "lam")
 
 
 def py_l1_ball_solve(v, D, double radius):
     """argmin_x <v, x> + 0.5 <x, diag(D) x> s.t. ||x||_1 <= radius, as an array."""
-    cdef double[::1] v_ = _as_vector(v)
-    cdef double[::1] D_ = _as_vector(D, v_.shape[0])
-    cdef Py_ssize_t n = v_.shape[0]
-    if radius < 0:
-        raise ValueError("radius must be >= 0")
-    _check_metric(D_)
-    x = np.zeros(n)
-    cdef double[::1] x_ = x
-    cdef double[::1] work = np.empty(prox_work_size(n))
-    if n > 0:
-        with nogil:
-            l1_ball_solve(&v_[0], &D_[0], n, radius, &x_[0], &work[0])
-    return x
+    return _solve(L1_BALL, v, D, radius, "radius")

@@ -99,8 +99,13 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         parallel threads.  ``"multinomial"``: one weight matrix for all
         classes with per-entry AdaGrad sums, trained on the multinomial
         ``loss``; a step costs O(n_classes * nnz).
-    matrix : {"diagonal", "full"}, default="diagonal"
-        AdaGrad's proximal matrix.  ``"full"``: ``H = delta I + G^{1/2}`` with
+    matrix : {"diagonal", "full", "identity"}, default="diagonal"
+        AdaGrad's proximal matrix.  ``"identity"``: ``H = (delta + sqrt(t)) I``,
+        the same for every coordinate and blind to the gradients -- not
+        AdaGrad but the non-adaptive baseline of the paper's comparisons
+        (Xiao's regularised dual averaging with ``beta_t = sqrt(t) / eta``),
+        for ``update="dual_averaging"``; it isolates what the adaptive
+        ``H`` buys at equal penalty.  ``"full"``: ``H = delta I + G^{1/2}`` with
         ``G`` the sum of the outer products of the gradients (the intercept
         is one more coordinate of ``G``, still unpenalised), with
         ``penalty="l2"`` or None, one-vs-rest.  Exact, through an
@@ -248,7 +253,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             None,
         ],
         "multi_class": [StrOptions({"ovr", "multinomial"})],
-        "matrix": [StrOptions({"diagonal", "full"})],
+        "matrix": [StrOptions({"diagonal", "full", "identity"})],
         "l1_ball": [Interval(Real, 0, None, closed="neither"), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
@@ -329,7 +334,16 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             return np.log(self.predict_proba(X))
 
     # ------------------------------------------------------------------
-    def _check_options(self, n_features, n_classes):
+    def _check_options(self, n_features, n_classes, first_call):
+        if not first_call and self._state_layout() != (
+            hasattr(self, "class_coef_"),
+            getattr(self, "sum_outer_gradient_", np.empty((0, 0, 0))).shape[1:],
+        ):
+            raise ValueError(
+                "multi_class, matrix and (with matrix='full') fit_intercept "
+                "shape the fitted state; they cannot change while partial_fit or "
+                "warm_start continues it. Call fit with warm_start=False."
+            )
         mixed_norm = self.penalty in MIXED_NORM_PENALTIES
         couples_coordinates = self.penalty == "linf" or self.l1_ball is not None
         if self.multi_class == "multinomial":
@@ -356,6 +370,13 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
                 "'elasticnet' and None with matrix='diagonal'; use "
                 "'dual_averaging' or 'mirror_descent'."
             )
+        if self.matrix == "identity" and (
+            self.update != "dual_averaging" or couples_coordinates
+        ):
+            raise ValueError(
+                "matrix='identity' (the non-adaptive baseline) is implemented for "
+                "update='dual_averaging' with element-wise or mixed-norm penalties."
+            )
         if self.l1_ball is not None and self.penalty is not None:
             raise ValueError(
                 "l1_ball is a constraint that replaces the penalty: set "
@@ -373,6 +394,15 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
                     f"limited to n_features <= {FULL_MATRIX_MAX_FEATURES}; X has "
                     f"{n_features} features. Use matrix='diagonal'."
                 )
+
+    def _state_layout(self):
+        """(per-class weight matrix?, shape of one full matrix G or (0, 0))
+        that the parameters give the fitted state."""
+        n_dims = self.n_features_in_ + self.fit_intercept
+        return (
+            self.multi_class == "multinomial",
+            (n_dims, n_dims) if self.matrix == "full" else (0, 0),
+        )
 
     def _problem_targets(self, y_index, n_classes):
         if self.multi_class == "multinomial":
@@ -447,6 +477,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             self.intercept_sum_gradient_[k],
             self.intercept_sum_sq_gradient_[k],
             self.t_,
+            self.matrix != "identity",
         )
         result = run_epoch(problem, *data)
         self.intercept_[k] = problem.intercept
@@ -474,6 +505,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             self.intercept_sum_gradient_,
             self.intercept_sum_sq_gradient_,
             self.t_,
+            self.matrix != "identity",
         )
         result = run_epoch_multinomial(problem, *data)
         self._publish_class_weights()

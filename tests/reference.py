@@ -41,17 +41,27 @@ def loss_derivative(loss, y, p):
 # ----------------------------------------------------------------------
 # AdaGrad (Duchi, Hazan & Singer 2011), diagonal
 def adagrad_reference(
-    X, y, sample_weight, *, loss, update, eta, delta, l1, l2, fit_intercept, t0=0
+    X, y, sample_weight, *, loss, update, eta, delta, l1, l2, fit_intercept, t0=0,
+    adaptive=True,
 ):
-    """One pass of eager AdaGrad; returns (w, b, u, ssq, b_u, b_ssq, t, sum_loss)."""
+    """One pass of eager AdaGrad; returns (w, b, u, ssq, b_u, b_ssq, t, sum_loss).
+
+    ``adaptive=False`` (dual averaging only): ``H = delta + sqrt(t)`` for every
+    coordinate and the intercept, the non-adaptive baseline."""
     n, d = X.shape
     w, u, ssq = np.zeros(d), np.zeros(d), np.zeros(d)
     b = b_u = b_ssq = 0.0
     t = t0
     sum_loss = 0.0
 
+    def root(sum_sq):
+        return np.sqrt(sum_sq) if adaptive else np.sqrt(t) + 0 * sum_sq
+
+    def dual_averaging_intercept():
+        return -eta * b_u / (delta + root(b_ssq)) if b_u != 0 else 0.0
+
     def dual_averaging_weights():
-        H = delta + np.sqrt(ssq)
+        H = delta + root(ssq)
         excess = np.maximum(np.abs(u) - l1 * t, 0.0)
         with np.errstate(invalid="ignore", divide="ignore"):
             wd = -np.sign(u) * eta * excess / (H + eta * l2 * t)
@@ -68,7 +78,7 @@ def adagrad_reference(
             continue
         x = X[i]
         if update == "dual_averaging":
-            w = dual_averaging_weights()
+            w, b = dual_averaging_weights(), dual_averaging_intercept()
         elif update == "ftrl_proximal":
             w = ftrl_weights()
         p = w @ x + b
@@ -103,12 +113,10 @@ def adagrad_reference(
             else:
                 b_u += dloss
                 b_ssq += dloss**2
-                if update == "dual_averaging":
-                    b = -eta * b_u / (delta + np.sqrt(b_ssq))
-                else:
+                if update == "mirror_descent":
                     b -= eta * dloss / (delta + np.sqrt(b_ssq))
     if update == "dual_averaging":
-        w = dual_averaging_weights()
+        w, b = dual_averaging_weights(), dual_averaging_intercept()
     elif update == "ftrl_proximal":
         w = ftrl_weights()
     return w, b, u, ssq, b_u, b_ssq, t, sum_loss

@@ -38,18 +38,26 @@ def _row_prox(penalty, v, D, lam):
 
 def multinomial_adagrad_reference(
     X, y, sample_weight, n_classes, *, loss, update, penalty, eta, delta,
-    l1=0.0, l2=0.0, lam=0.0, fit_intercept=True, t0=0,
+    l1=0.0, l2=0.0, lam=0.0, fit_intercept=True, t0=0, adaptive=True,
 ):
     """One eager pass; penalty "elementwise" (l1, l2) or "l1_l2"/"l1_linf"
-    (lam).  Returns (W, b, U, SSQ, b_u, b_ssq, t, sum_loss), W of shape
+    (lam).  ``adaptive=False`` (dual averaging only): H = delta + sqrt(t)
+    everywhere.  Returns (W, b, U, SSQ, b_u, b_ssq, t, sum_loss), W of shape
     (n_features, n_classes)."""
     n, d = X.shape
     W, U, SSQ = (np.zeros((d, n_classes)) for _ in range(3))
     b, b_u, b_ssq = (np.zeros(n_classes) for _ in range(3))
     t, sum_loss = t0, 0.0
 
+    def root(sum_sq):
+        return np.sqrt(sum_sq) if adaptive else np.full_like(sum_sq, np.sqrt(t))
+
+    def dual_averaging_intercepts():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(b_u != 0, -eta * b_u / (delta + root(b_ssq)), 0.0)
+
     def closed_form_weights():
-        H = delta + np.sqrt(SSQ)
+        H = delta + (np.sqrt(SSQ) if update == "ftrl_proximal" else root(SSQ))
         if update == "ftrl_proximal":
             with np.errstate(invalid="ignore", divide="ignore"):
                 wf = -(U - np.sign(U) * l1) / (H / eta + l2)
@@ -68,6 +76,8 @@ def multinomial_adagrad_reference(
         x = X[i]
         if update != "mirror_descent":
             W = closed_form_weights()
+        if update == "dual_averaging":
+            b = dual_averaging_intercepts()
         value, grad = multinomial_loss_gradient(loss, x @ W + b, int(y[i]))
         sum_loss += sample_weight[i] * value
         dloss = sample_weight[i] * grad
@@ -102,8 +112,10 @@ def multinomial_adagrad_reference(
             with np.errstate(invalid="ignore", divide="ignore"):
                 if update == "mirror_descent":
                     b = np.where(moved, b - eta * dloss / (delta + np.sqrt(b_ssq)), b)
-                else:
+                elif update == "ftrl_proximal":
                     b = np.where(moved, -eta * b_u / (delta + np.sqrt(b_ssq)), b)
     if update != "mirror_descent":
         W = closed_form_weights()
+    if update == "dual_averaging":
+        b = dual_averaging_intercepts()
     return W, b, U, SSQ, b_u, b_ssq, t, sum_loss

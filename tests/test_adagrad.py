@@ -41,6 +41,7 @@ def _kernel_vs_reference(X, y, sample_weight, fit_intercept, **params):
     expected = adagrad_reference(
         X, y, sample_weight, loss=clf.loss, update=clf.update, eta=clf.eta,
         delta=clf.delta, l1=l1, l2=l2, fit_intercept=fit_intercept,
+        adaptive=clf.matrix != "identity",
     )
     w, b, u, ssq, b_u, b_ssq, t, sum_loss = expected
     for X_in in (X, sp.csr_matrix(X)):
@@ -78,6 +79,36 @@ def test_kernel_matches_numpy_transcription(
     if penalty in ("l1", "elasticnet"):
         # the comparison must have covered exact zeros too
         assert 0 < np.count_nonzero(clf.coef_) < clf.coef_.size
+
+
+@pytest.mark.parametrize("loss, penalty", list(itertools.product(LOSSES, PENALTIES)))
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("delta", [0.0, 0.1])
+def test_non_adaptive_baseline_matches_numpy_transcription(
+    small_sparse_problem, loss, penalty, fit_intercept, delta
+):
+    # matrix="identity": H = delta + sqrt(t) for every coordinate
+    X, y, sample_weight = small_sparse_problem
+    _kernel_vs_reference(
+        X, y, sample_weight, fit_intercept, alpha=0.05, loss=loss,
+        penalty=penalty, delta=delta, matrix="identity",
+    )
+
+
+def test_non_adaptive_baseline_is_plain_rda():
+    # Xiao's RDA with beta_t = gamma sqrt(t) and h(w) = ||w||^2 is
+    # RDAPlusClassifier(local_phase=False); with h = ||w||^2 / 2 and
+    # beta_t = sqrt(t) / eta it is matrix="identity": gamma = 1 / (2 eta).
+    from sklearn_adaprox import RDAPlusClassifier
+
+    X, y, _, _ = load_a9a()
+    X, y = X[:2000], y[:2000]
+    rda = RDAPlusClassifier(alpha=1e-3, gamma=2.5, local_phase=False, max_iter=1,
+                            tol=None, shuffle=False, fit_intercept=False).fit(X, y)
+    identity = AdaGradClassifier(loss="log_loss", penalty="l1", alpha=1e-3,
+                                 eta=0.2, matrix="identity", max_iter=1, tol=None,
+                                 shuffle=False, fit_intercept=False).fit(X, y)
+    assert_allclose(identity.coef_, rda.coef_, rtol=1e-9, atol=1e-12)
 
 
 def test_multiclass_is_one_vs_rest_of_the_binary_kernel(small_sparse_problem):

@@ -44,15 +44,22 @@ def _cases():
         yield loss, update, penalty
 
 
-@pytest.mark.parametrize("loss, update, penalty", list(_cases()))
+def _cases_with_matrix():
+    for loss, update, penalty in _cases():
+        yield loss, update, penalty, "diagonal"
+        if update == "dual_averaging":  # the non-adaptive baseline
+            yield loss, update, penalty, "identity"
+
+
+@pytest.mark.parametrize("loss, update, penalty, matrix", list(_cases_with_matrix()))
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_kernel_matches_reference(small_multiclass_problem, loss, update, penalty,
-                                  fit_intercept):
+                                  matrix, fit_intercept):
     X, y, sample_weight = small_multiclass_problem
     clf = AdaGradClassifier(
         loss=loss, update=update, penalty=penalty, multi_class="multinomial",
         alpha=0.02 if penalty in MIXED else 1e-2, l1_ratio=0.6, eta=0.5,
-        delta=0.05 if update == "mirror_descent" else 0.0,
+        delta=0.05 if update == "mirror_descent" else 0.0, matrix=matrix,
         fit_intercept=fit_intercept, max_iter=1, tol=None, shuffle=False,
     )
     l1, l2 = clf._penalty_strengths()
@@ -60,7 +67,7 @@ def test_kernel_matches_reference(small_multiclass_problem, loss, update, penalt
         X, y, sample_weight, 4, loss=loss, update=update,
         penalty=penalty if penalty in MIXED else "elementwise", eta=clf.eta,
         delta=clf.delta, l1=l1, l2=l2, lam=clf.alpha if penalty in MIXED else 0.0,
-        fit_intercept=fit_intercept,
+        fit_intercept=fit_intercept, adaptive=matrix == "diagonal",
     )
     for X_in in (X, sp.csr_matrix(X)):
         clf.fit(X_in, y, sample_weight=sample_weight)
@@ -171,6 +178,8 @@ def test_group_strength_orders_sparsity(digits):
     (dict(multi_class="multinomial", penalty="linf"), "multi_class='ovr'"),
     (dict(multi_class="multinomial", penalty=None, l1_ball=1.0), "multi_class='ovr'"),
     (dict(multi_class="multinomial", penalty=None, matrix="full"), "multi_class='ovr'"),
+    (dict(matrix="identity", update="mirror_descent"), "non-adaptive"),
+    (dict(matrix="identity", penalty="linf"), "non-adaptive"),
 ])
 def test_refused_combinations_change_nothing(digits, params, message):
     X, y = digits
@@ -178,3 +187,22 @@ def test_refused_combinations_change_nothing(digits, params, message):
     with pytest.raises(ValueError, match=message):
         clf.fit(X, y)
     assert not hasattr(clf, "coef_") and not hasattr(clf, "n_features_in_")
+
+
+@pytest.mark.parametrize("start, change", [
+    (dict(multi_class="multinomial"), dict(multi_class="ovr")),
+    (dict(), dict(matrix="full")),
+    (dict(matrix="full"), dict(fit_intercept=False)),
+])
+def test_structure_cannot_change_mid_stream(digits, start, change):
+    X, y = digits
+    clf = AdaGradClassifier(max_iter=2, tol=None, **start)
+    clf.partial_fit(X[:100], y[:100], classes=np.unique(y))
+    before = {k: np.copy(v) for k, v in vars(clf).items()
+              if k.endswith("_") and isinstance(v, np.ndarray)}
+    clf.set_params(**change)
+    with pytest.raises(ValueError, match="cannot change"):
+        clf.partial_fit(X[200:300], y[200:300])
+    for name, value in before.items():
+        assert_array_equal(getattr(clf, name), value)
+    clf.fit(X[:300], y[:300])  # a fresh fit with the new structure is fine
