@@ -205,4 +205,4 @@ def test_structure_cannot_change_mid_stream(digits, start, change):
         clf.partial_fit(X[200:300], y[200:300])
     for name, value in before.items():
         assert_array_equal(getattr(clf, name), value)
-    clf.fit(X[:300], y[:300])  # a fresh fit with the new structure is fine
+    clf.fit(X[:60], y[:60])  # a fresh fit with the new structure is fine
