@@ -643,9 +643,11 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
 # * dual averaging: v = eta u_j, D = H_j, lam' = eta lam t: a closed form of
 #   the row's sums and t, read lazily like the binary case;
 # * mirror descent: v = eta g_j - H_j w_j, D = H_j, lam' = eta lam.  A row
-#   that the step does not touch still shrinks (v = -H_j w_j); with no closed
-#   form for repeated steps, the idle steps are replayed when the row is
-#   next read, stopping as soon as the row reaches zero (where it stays).
+#   that the step does not touch still shrinks (v = -H_j w_j).  For p = inf
+#   k such steps are one step with k lam' (see current_row); for p = 2 with
+#   unequal D there is no closed form, so the idle steps are replayed when
+#   the row is next read, stopping as soon as the row reaches zero (where it
+#   stays).
 
 cdef enum:
     ELEMENTWISE = 0
@@ -716,7 +718,8 @@ cdef class MultinomialProblem:
         cdef double* acc = &self.acc[j, 0]
         cdef double* v = &self.work[2, 0]
         cdef double* D = &self.work[3, 0]
-        cdef int64_t idle
+        cdef int64_t idle, idle_steps
+        cdef double lam_scale
         if h.update == MIRROR_DESCENT:
             idle = self.t - self.last_step[j]
             self.last_step[j] = self.t
@@ -724,12 +727,23 @@ cdef class MultinomialProblem:
                 for k in range(K):
                     w[k] = md_idle_steps(w[k], acc[2 * k + 1], idle, h)
                 return
-            while idle > 0 and not row_is_zero(w, K):
+            if self.penalty == GROUP_LINF and idle > 0:
+                # An idle l-infinity step clips the row's magnitudes at the
+                # theta with sum_k D_k (|w_k| - theta)_+ = eta lam; a second
+                # one clips the clipped row, and the two sums add up, so k
+                # idle steps are one step with k eta lam: exact, O(K log K).
+                idle_steps = 1
+                lam_scale = <double> idle
+            else:
+                idle_steps = idle
+                lam_scale = 1.0
+            # l1/l2 (unequal D): no closed form, replay the idle steps
+            while idle_steps > 0 and not row_is_zero(w, K):
                 for k in range(K):
                     D[k] = h.delta + acc[2 * k + 1]
                     v[k] = -D[k] * w[k]
-                self.row_prox(h.eta * self.group_strength, w)
-                idle -= 1
+                self.row_prox(h.eta * self.group_strength * lam_scale, w)
+                idle_steps -= 1
             return
         if h.update == FTRL_PROXIMAL:
             for k in range(K):
