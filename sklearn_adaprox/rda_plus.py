@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from threadpoolctl import ThreadpoolController
 
-from ._base import BaseOnlineLinearClassifier, binary_problem_targets
+from ._base import BaseOnlineLinearClassifier
 from ._dataset import as_row_arrays
 from ._loss import Log
 from ._rda_fast import NEVER, RDAProblem, run_epoch
@@ -848,7 +848,8 @@ reservoir_weight_ : ndarray
         )
         clock = time.perf_counter()
         n_samples, n_features = X.shape
-        n_problems = 1 if all_classes.shape[0] == 2 else all_classes.shape[0]
+        y_pm = self._problem_targets(y_index, all_classes.shape[0])
+        n_problems = len(y_pm)
         if first_call:
             self.classes_ = all_classes
         self._start_state(first_call, partial, n_problems, n_features)
@@ -873,7 +874,6 @@ reservoir_weight_ : ndarray
         if partial and self.local_phase:
             self._update_reservoir(X, y_index, sample_weight)
 
-        y_pm = binary_problem_targets(y_index, n_problems)
         rows = as_row_arrays(X)
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         offset = 0.0
