@@ -679,7 +679,7 @@ cdef class MultinomialProblem:
     cdef double[::1] intercept
     cdef double[::1] intercept_sum_grad
     cdef double[::1] intercept_sum_sq_grad
-    cdef double[:, ::1] work           # scratch rows: scores, gradient, v, D, x, prox work
+    cdef double[:, ::1] work           # scratch rows: scores, gradient, v, D, prox work
     cdef public int64_t t
 
     def __init__(self, MultinomialLoss loss, str update, str penalty, double eta,
