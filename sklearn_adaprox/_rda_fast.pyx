@@ -33,6 +33,7 @@ them.
 """
 import numpy as np
 
+cimport cython
 from cython cimport floating
 from libc.math cimport ceil, copysign, fabs, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int64_t
@@ -46,10 +47,16 @@ NEVER = INT64_MAX
 
 cdef inline int64_t exit_step(double abs_u, double l1) noexcept nogil:
     """Smallest integer T >= 0 with ``not (abs_u > l1 * T)`` in floating point."""
+    return exit_step_inv(abs_u, l1, 1.0 / l1 if l1 > 0.0 else 0.0)
+
+
+cdef inline int64_t exit_step_inv(double abs_u, double l1, double inv_l1) noexcept nogil:
+    """``exit_step`` given ``inv_l1 = 1 / l1`` (a product instead of a
+    division in the kernel's loop; the loops below settle the rounding)."""
     cdef double T
     if not l1 > 0.0:
         return INT64_MAX if abs_u > 0.0 else 0
-    T = ceil(abs_u / l1)
+    T = ceil(abs_u * inv_l1)
     if T >= 4.0e18:
         return INT64_MAX
     # The division rounds; settle the boundary with the exact predicate.
@@ -113,6 +120,9 @@ cdef inline void sift_down(int64_t* heap, int64_t* pos, const int64_t* key,
         i = smallest
 
 
+# final: the kernel's calls of its cdef methods are direct (no vtable),
+# so the C compiler can inline them into the inner loops
+@cython.final
 cdef class RDAProblem:
     """State of one binary RDA problem for the length of one call.
 
@@ -305,7 +315,8 @@ def run_epoch(RDAProblem problem,
     cdef const index_t* row_indices
     cdef Py_ssize_t s, i, k, j, nnz
     cdef Py_ssize_t n_rows = order.shape[0]
-    cdef double sw, yi, p, d, g, au
+    cdef double sw, yi, p, d, g, au, uj, excess, threshold
+    cdef double inv_l1 = 1.0 / l1 if l1 > 0.0 else 0.0
     cdef int8_t new_sign
     cdef bint changed, switched = False
     cdef double sum_loss = 0.0, sum_weight = 0.0
@@ -338,10 +349,20 @@ def run_epoch(RDAProblem problem,
             nnz = get_row(data, indices, indptr, is_dense, n_features, i,
                           &row_data, &row_indices)
 
-            # predict with the iterate w_t (a closed form of u and t - 1)
-            p = rda_intercept(u_b, t, gamma) if fit_intercept else 0.0
-            for k in range(nnz):
-                p += rda_weight(u[row_indices[k]], t, l1, gamma) * row_data[k]
+            # predict with the iterate w_t (a closed form of u and t - 1):
+            # sum over the support of -sign(u_j) (|u_j| - l1 t) x_j, scaled
+            # once by 1 / (2 gamma sqrt(t)) (rda_weight, term by term)
+            p = 0.0
+            if t > 0:
+                threshold = l1 * <double> t
+                for k in range(nnz):
+                    uj = u[row_indices[k]]
+                    excess = fabs(uj) - threshold
+                    if excess > 0.0:
+                        p -= copysign(excess, uj) * row_data[k]
+                p /= 2.0 * gamma * sqrt(<double> t)
+                if fit_intercept:
+                    p += rda_intercept(u_b, t, gamma)
             sum_loss += sw * loss.loss(yi, p)
             sum_weight += sw
             d = sw * loss.dloss(yi, p)
@@ -370,7 +391,7 @@ def run_epoch(RDAProblem problem,
                             size -= 1
                         sign[j] = new_sign
                     if new_sign != 0:
-                        problem.set_key(j, exit_step(au, l1))
+                        problem.set_key(j, exit_step_inv(au, l1, inv_l1))
                     else:
                         problem.remove(j)
                 if fit_intercept:
