@@ -39,7 +39,24 @@ def loss_derivative(loss, y, p):
 
 
 # ----------------------------------------------------------------------
-# AdaGrad (Duchi, Hazan & Singer 2011), diagonal
+# AdaGrad (Duchi, Hazan & Singer 2011), diagonal: the closed-form weights
+# of the element-wise penalties, shared by the binary and the multinomial
+# transcriptions (any array shape; H = delta + root).
+def dual_averaging_weights(u, H, t, *, eta, l1, l2):
+    """-sign(u) eta max(|u| - l1 t, 0) / (H + eta l2 t)."""
+    excess = np.maximum(np.abs(u) - l1 * t, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wd = -np.sign(u) * eta * excess / (H + eta * l2 * t)
+    return np.where(excess > 0, wd, 0.0)
+
+
+def ftrl_proximal_weights(z, H, *, eta, l1, l2):
+    """McMahan et al.: 0 while |z| <= l1, else -(z - sign(z) l1) / (H / eta + l2)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wf = -(z - np.sign(z) * l1) / (H / eta + l2)
+    return np.where(np.abs(z) <= l1, 0.0, wf)
+
+
 def adagrad_reference(
     X, y, sample_weight, *, loss, update, eta, delta, l1, l2, fit_intercept, t0=0,
     adaptive=True,
@@ -60,25 +77,18 @@ def adagrad_reference(
     def dual_averaging_intercept():
         return -eta * b_u / (delta + root(b_ssq)) if b_u != 0 else 0.0
 
-    def dual_averaging_weights():
-        H = delta + root(ssq)
-        excess = np.maximum(np.abs(u) - l1 * t, 0.0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            wd = -np.sign(u) * eta * excess / (H + eta * l2 * t)
-        return np.where(excess > 0, wd, 0.0)
+    def dual_averaging_weights_now():
+        return dual_averaging_weights(u, delta + root(ssq), t, eta=eta, l1=l1, l2=l2)
 
     def ftrl_weights():
-        H = delta + np.sqrt(ssq)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            wf = -(u - np.sign(u) * l1) / (H / eta + l2)
-        return np.where(np.abs(u) <= l1, 0.0, wf)
+        return ftrl_proximal_weights(u, delta + np.sqrt(ssq), eta=eta, l1=l1, l2=l2)
 
     for i in range(n):
         if sample_weight[i] == 0:
             continue
         x = X[i]
         if update == "dual_averaging":
-            w, b = dual_averaging_weights(), dual_averaging_intercept()
+            w, b = dual_averaging_weights_now(), dual_averaging_intercept()
         elif update == "ftrl_proximal":
             w = ftrl_weights()
         p = w @ x + b
@@ -116,7 +126,7 @@ def adagrad_reference(
                 if update == "mirror_descent":
                     b -= eta * dloss / (delta + np.sqrt(b_ssq))
     if update == "dual_averaging":
-        w, b = dual_averaging_weights(), dual_averaging_intercept()
+        w, b = dual_averaging_weights_now(), dual_averaging_intercept()
     elif update == "ftrl_proximal":
         w = ftrl_weights()
     return w, b, u, ssq, b_u, b_ssq, t, sum_loss

@@ -12,6 +12,7 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 
 import reference_prox
+from reference import dual_averaging_weights, ftrl_proximal_weights
 
 
 def multinomial_loss_gradient(loss, p, y):
@@ -57,16 +58,11 @@ def multinomial_adagrad_reference(
             return np.where(b_u != 0, -eta * b_u / (delta + root(b_ssq)), 0.0)
 
     def closed_form_weights():
-        H = delta + (np.sqrt(SSQ) if update == "ftrl_proximal" else root(SSQ))
         if update == "ftrl_proximal":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                wf = -(U - np.sign(U) * l1) / (H / eta + l2)
-            return np.where(np.abs(U) <= l1, 0.0, wf)
+            return ftrl_proximal_weights(U, delta + np.sqrt(SSQ), eta=eta, l1=l1, l2=l2)
+        H = delta + root(SSQ)
         if penalty == "elementwise":
-            excess = np.maximum(np.abs(U) - l1 * t, 0.0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                wd = -np.sign(U) * eta * excess / (H + eta * l2 * t)
-            return np.where(excess > 0, wd, 0.0)
+            return dual_averaging_weights(U, H, t, eta=eta, l1=l1, l2=l2)
         return np.array([_row_prox(penalty, eta * U[j], H[j], eta * lam * t)
                          for j in range(d)])
 
