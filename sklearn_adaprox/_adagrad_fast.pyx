@@ -124,6 +124,13 @@ cdef inline double ftrl_weight(double z, double root, Hyper h) noexcept nogil:
     return -(z - copysign(h.l1, z)) / ((h.delta + root) / h.eta + h.l2)
 
 
+cdef inline double ftrl_z_step(double g, double root, double new_root, double w,
+                               Hyper h) noexcept nogil:
+    """Change of McMahan's z for the gradient g: g - sigma w with
+    sigma = (new_root - root) / eta, new_root = sqrt(root^2 + g^2)."""
+    return g - (new_root - root) / h.eta * w
+
+
 cdef inline double md_prox(double z, double H, Hyper h) noexcept nogil:
     """Composite step: argmin_w eta*(l1|w| + l2/2 w^2) + H/2 (w - z)^2."""
     cdef double mag = fabs(z) - h.eta * h.l1 / H
@@ -350,8 +357,7 @@ cdef inline void ftrl_update(const floating* x, const index_t* idx, Py_ssize_t n
         g = d * x[k]
         root = acc[2 * j + 1]
         new_root = sqrt(root * root + g * g)
-        # McMahan's sigma_j = (new_root - root) / eta
-        acc[2 * j] += g - (new_root - root) / h.eta * w[j]
+        acc[2 * j] += ftrl_z_step(g, root, new_root, w[j], h)
         acc[2 * j + 1] = new_root
 
 
@@ -789,7 +795,7 @@ cdef class MultinomialProblem:
             if g != 0.0:
                 root = sqrt(root * root + g * g)
                 if h.update == FTRL_PROXIMAL:
-                    acc[2 * k] += g - (root - acc[2 * k + 1]) / h.eta * w[k]
+                    acc[2 * k] += ftrl_z_step(g, acc[2 * k + 1], root, w[k], h)
                 else:
                     acc[2 * k] += g
                 acc[2 * k + 1] = root
