@@ -11,7 +11,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, lstsq
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
@@ -19,7 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from threadpoolctl import ThreadpoolController
 
-from ._base import BaseOnlineLinearClassifier
+from ._base import BaseOnlineLinearClassifier, map_problems
 from ._dataset import as_row_arrays
 from ._loss import Log
 from ._rda_fast import NEVER, RDAProblem, run_epoch
@@ -303,7 +302,8 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, max_newton_support,
             scale = max(np.trace(H) / H.shape[0], 1e-300)
             H[np.diag_indices_from(H)] += 1e-12 * scale
             try:
-                step = -cho_solve(cho_factor(H, lower=True), r)
+                step = -cho_solve(cho_factor(H, lower=True, check_finite=False), r,
+                                  check_finite=False)
             except (LinAlgError, ValueError):
                 step = -lstsq(H, r)[0]
             sigma = np.sign(wA[F])
@@ -887,16 +887,12 @@ reservoir_weight_ : ndarray
         # inside each, one thread's exit would lift it under the others and
         # make their results depend on timing).
         with _single_threaded_blas():
-            results = Parallel(
-                n_jobs=self.n_jobs if n_problems > 1 else 1,
-                prefer="threads",
-                require="sharedmem",
-            )(
-                delayed(self._solve_problem)(
+            results = map_problems(
+                lambda k: self._solve_problem(
                     k, rows, X, y_pm[k], sample_weight, n_steps, seed, partial,
                     clock, offset,
-                )
-                for k in range(n_problems)
+                ),
+                n_problems, self.n_jobs,
             )
         converged = self._converged
         del self._converged
