@@ -45,8 +45,28 @@ when next read:
   theta^2 Y, A -> rho^2 ||u||^2) and union coordinates correct exactly.
   They are recomputed from scratch at the start of every call.
 
+Iterate averaging (``average``): ``coef_sum`` accumulates the iterates
+after every step, ``sum_{k} w_{k+1}``.  An idle coordinate stamped at ``s``
+and read at ``k`` adds ``w_j Q(s, k) - c_j m_j C(s, k)`` with
+``Q(s, k) = sum_{i=s+1}^{k} P_i / P_s`` and ``C(s, k) = sum_{i=s+1}^{k} B(s, i)``.
+Differences of running sums would cancel catastrophically once the
+projection has shrunk P by many orders of magnitude, so these two range sums
+come from a segment tree over the steps of the call instead: step ``i`` is
+the linear map of the state ``(p, Q, tau, B, C)``
+
+    p' = rho_i p,  Q' = Q + rho_i p,  tau' = theta tau,
+    B' = rho_i (B + gamma_i theta tau),  C' = C + B',
+
+a range of steps is the composition of its maps (five non-negative numbers,
+``STEP_MAP``), and ``Q``, ``C`` of ``(s, k)`` are read from the composition
+over steps ``s .. k - 1`` applied to ``(1, 0, 1, 0, 0)``: O(log(k - s))
+compositions of non-negative terms, no subtraction.  Setting a leaf costs
+O(log n_rows) per step.  The tree is the bottom-up kind with ``n_rows``
+leaves (any count; its queries keep the order of the maps, as they must),
+allocated only when averaging: 80 bytes per row of the call.
+
 Every call ends with ``finalize`` (O(n_features), once per call), so the
-caller's ``coef`` and ``momentum`` are exact and current.
+caller's ``coef``, ``momentum`` and ``coef_sum`` are exact and current.
 """
 import numpy as np
 
@@ -163,6 +183,32 @@ def block_length(double theta):
     return max(1, int(np.floor(10.0 * np.log(2.0) / -np.log(theta))))
 
 
+# --- composition of step maps (iterate averaging) --------------------------
+# A map is (a, b, th, u, w): p' = a p, Q' = Q + b p, tau' = th tau,
+# B' = a B + u tau, C' = C + b B + w tau (see the module docstring; the
+# coefficient of B in C' obeys the same recurrence as b, from the same
+# leaves, so it is b).
+cdef enum:
+    STEP_MAP = 5
+
+
+cdef inline void set_identity(double* f) noexcept nogil:
+    f[0] = 1.0
+    f[1] = 0.0
+    f[2] = 1.0
+    f[3] = 0.0
+    f[4] = 0.0
+
+
+cdef inline void compose(const double* x, const double* y, double* out) noexcept nogil:
+    """``out`` = the map ``x`` followed by ``y`` (``out`` may alias neither)."""
+    out[0] = y[0] * x[0]
+    out[1] = x[1] + y[1] * x[0]
+    out[2] = y[2] * x[2]
+    out[3] = y[0] * x[3] + y[3] * x[2]
+    out[4] = x[4] + y[1] * x[3] + y[4] * x[2]
+
+
 def make_pair_loss(name):
     """Surrogate l of the pair margin t: l(t) = loss(y=1, p=t)."""
     if name == "hinge":
@@ -226,6 +272,12 @@ cdef class PairwiseAUCProblem:
     cdef double[::1] union_delta
     # running norms for the projection
     cdef double A, X, Y
+    # iterate averaging: the sums and the segment tree of step maps
+    cdef bint average
+    cdef double[::1] coef_sum
+    cdef public int64_t n_averaged
+    cdef double[:, ::1] tree
+    cdef Py_ssize_t tree_leaves
 
     def __init__(self, Loss loss, str algorithm, str adaptive, double eta,
                  double theta, radius,
@@ -234,7 +286,8 @@ cdef class PairwiseAUCProblem:
                  double pair_weight, double ordered_weight,
                  const int64_t[::1] prev_indices, const double[::1] prev_values,
                  double prev_label, double prev_weight,
-                 Py_ssize_t n_rows, Py_ssize_t max_row_nnz):
+                 Py_ssize_t n_rows, Py_ssize_t max_row_nnz,
+                 double[::1] coef_sum=None, int64_t n_averaged=0):
         cdef Py_ssize_t d = coef.shape[0], q, j
         cdef Py_ssize_t cap
         self.loss = loss
@@ -293,6 +346,18 @@ cdef class PairwiseAUCProblem:
         self.b_final_exp = np.zeros(n_rows + 1, dtype=np.int64)
         self.recompute_norms()
 
+        # averaging: a segment tree with a leaf per step of the call
+        self.average = coef_sum is not None
+        self.n_averaged = n_averaged
+        self.tree_leaves = 1
+        if self.average:
+            if coef_sum.shape[0] != d:
+                raise ValueError("coef_sum needs one entry per feature")
+            self.coef_sum = coef_sum
+            self.tree_leaves = max(n_rows, 1)
+            self.tree = np.tile(np.array([1.0, 0.0, 1.0, 0.0, 0.0]),
+                                (2 * self.tree_leaves, 1))
+
     cdef inline double coord_step(self, Py_ssize_t j) noexcept nogil:
         """Per-coordinate factor c_j of the step (1 unless adaptive per coordinate)."""
         cdef double s
@@ -339,13 +404,62 @@ cdef class PairwiseAUCProblem:
         return self.inv_powers[off] * (self.fblock[q % self.NB]
                                        - ratio * self.fstamp[s % self.L])
 
+    cdef void set_step_map(self, int64_t k, double rho, double gamma) noexcept nogil:
+        """Leaf of step k, then its ancestors: O(log n_rows)."""
+        cdef Py_ssize_t node = self.tree_leaves + (k - self.k0)
+        cdef double* leaf = &self.tree[node, 0]
+        leaf[0] = rho
+        leaf[1] = rho
+        leaf[2] = self.theta
+        leaf[3] = rho * gamma * self.theta
+        leaf[4] = rho * gamma * self.theta
+        node //= 2
+        while node >= 1:
+            compose(&self.tree[2 * node, 0], &self.tree[2 * node + 1, 0],
+                    &self.tree[node, 0])
+            node //= 2
+
+    cdef void range_sums(self, int64_t s, int64_t k, double* Q, double* C) noexcept nogil:
+        """Q(s, k) and C(s, k): the composed maps of steps s .. k - 1."""
+        cdef double left[STEP_MAP]
+        cdef double right[STEP_MAP]
+        cdef double tmp[STEP_MAP]
+        cdef Py_ssize_t lo = self.tree_leaves + (s - self.k0)
+        cdef Py_ssize_t hi = self.tree_leaves + (k - self.k0)  # exclusive
+        cdef int q
+        set_identity(left)
+        set_identity(right)
+        while lo < hi:
+            if lo & 1:
+                compose(left, &self.tree[lo, 0], tmp)
+                for q in range(STEP_MAP):
+                    left[q] = tmp[q]
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                compose(&self.tree[hi, 0], right, tmp)
+                for q in range(STEP_MAP):
+                    right[q] = tmp[q]
+            lo //= 2
+            hi //= 2
+        compose(left, right, tmp)
+        # applied to (p, Q, tau, B, C) = (1, 0, 1, 0, 0)
+        Q[0] = tmp[1]
+        C[0] = tmp[4]
+
     cdef inline void catch_up(self, Py_ssize_t j, int64_t k) noexcept nogil:
-        """Bring w_j to the start of step k and m_j to m_{j,k-1}; restamp at k."""
+        """Bring w_j to the start of step k and m_j to m_{j,k-1}; restamp at k
+        (and, when averaging, add the idle iterates w_{s+1..k} to the sum)."""
         cdef int64_t s = self.stamp[j]
         cdef int64_t n = k - s
-        cdef double m, w, c, b, ratio
+        cdef double m, w, c, b, ratio, Q, C
         if n == 0:
             return
+        if self.average:
+            self.range_sums(s, k, &Q, &C)
+            self.coef_sum[j] += self.coef[j] * Q
+            if self.momentum[j] != 0.0:
+                self.coef_sum[j] -= self.coord_step(j) * self.momentum[j] * C
         ratio = self.scale_since(self.p_mant_at[j], self.p_exp_at[j])
         w = self.coef[j] * ratio
         m = self.momentum[j]
@@ -483,7 +597,14 @@ def run_epoch(PairwiseAUCProblem problem,
                 d = pair_w * loss.dloss(yi, z)
             problem.v += d * d * sq_delta
 
-            # Score statistics for the threshold, weighted by the step index.
+            # Score statistics for the threshold, weighted by the step index
+            # (the score of the averaged model when averaging: it is the model
+            # that decision_function uses).
+            if problem.average and problem.n_averaged > 0:
+                score = 0.0
+                for q in range(nnz):
+                    score += problem.coef_sum[row_indices[q]] * row_data[q]
+                score /= <double> problem.n_averaged
             step_w = sw * <double> k
             q = 1 if yi > 0 else 0
             problem.score_stats[q, 0] += step_w
@@ -538,6 +659,8 @@ def run_epoch(PairwiseAUCProblem problem,
             for q in range(n_union):
                 j = uidx[q]
                 w[j] = rho * (w[j] - gamma * problem.coord_step(j) * mom[j])
+                if problem.average:
+                    problem.coef_sum[j] += w[j]
                 problem.stamp[j] = k + 1
                 problem.p_mant_at[j] = problem.p_mant
                 problem.p_exp_at[j] = problem.p_exp
@@ -571,6 +694,10 @@ def run_epoch(PairwiseAUCProblem problem,
             problem.fstamp[slot] = fblock[qb % NB]
             problem.pstamp_mant[slot] = problem.p_mant
             problem.pstamp_exp[slot] = problem.p_exp
+
+            if problem.average:
+                problem.set_step_map(k, rho, gamma)
+                problem.n_averaged += 1
 
             # This row becomes the partner of the next one.
             for q in range(problem.prev_nnz):

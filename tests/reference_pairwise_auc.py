@@ -38,12 +38,17 @@ def surrogate_value(loss, t):
 
 def pairwise_auc_reference(
     X, y, sample_weight, *, loss, algorithm, adaptive, eta, theta, radius,
-    state=None,
+    average=False, state=None,
 ):
     """One pass; returns the state dict (w, m, v, ssq, t, prev, sums).
 
     ``sum_loss / sum_weight`` is the progressive pair loss of the pass and
     ``ordered_weight / pair_weight`` the progressive AUC since the start.
+    ``w_sum`` / ``n_averaged``: sum and number of the iterates after each step
+    (``average``); ``score_stats``: per class (row 0 negative), the sums of
+    weight, weight * score and weight * score^2 of the prequential scores,
+    weight = sample weight * step index, score = <w, a> before the step, or
+    the averaged model's score when averaging (and at least one iterate).
 
     ``state`` continues a previous pass (the pair partner included).
     """
@@ -51,7 +56,8 @@ def pairwise_auc_reference(
     if state is None:
         state = dict(w=np.zeros(d), m=np.zeros(d), v=0.0, ssq=np.zeros(d), t=0,
                      prev=None, sum_loss=0.0, sum_weight=0.0,
-                     pair_weight=0.0, ordered_weight=0.0, n_projections=0)
+                     pair_weight=0.0, ordered_weight=0.0, n_projections=0,
+                     w_sum=np.zeros(d), n_averaged=0, score_stats=np.zeros((2, 3)))
     else:
         state = {k: (v.copy() if isinstance(v, np.ndarray) else v)
                  for k, v in state.items()}
@@ -64,6 +70,11 @@ def pairwise_auc_reference(
             continue
         a, yi, si = X[i], y[i], sample_weight[i]
         k = state["t"] + 1
+        if average and state["n_averaged"] > 0:
+            score = (state["w_sum"] / state["n_averaged"]) @ a
+        else:
+            score = w @ a
+        state["score_stats"][int(yi > 0)] += si * k * np.array([1.0, score, score**2])
         g = np.zeros(d)
         prev = state["prev"]
         if prev is not None and prev[1] != yi:
@@ -104,6 +115,9 @@ def pairwise_auc_reference(
             if norm > radius:
                 w = w * (radius / norm)
                 state["n_projections"] += 1
+        if average:
+            state["w_sum"] = state["w_sum"] + w
+            state["n_averaged"] += 1
         state["prev"] = (a.copy(), yi, si)
         state["t"] = k
     state["w"], state["m"], state["ssq"] = w, m, ssq

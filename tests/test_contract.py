@@ -64,6 +64,7 @@ CONTRACT_ESTIMATORS = [
     PairwiseAUCClassifier(loss="logit_square", adaptive="coordinate", radius=2.0,
                           random_state=0),
     PairwiseAUCClassifier(loss="square", algorithm="ogd", radius=1.0, random_state=0),
+    PairwiseAUCClassifier(radius=1.0, average=True, random_state=0),
     # RDA+: the local phase of partial_fit runs on a reservoir of the stream,
     # which holds every row of these small tests (max_reservoir >= 600), so
     # chunks == one fit epoch holds with the local phase too (tau=5 makes it

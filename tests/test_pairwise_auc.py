@@ -42,7 +42,18 @@ def stream():
 
 def _assert_matches(clf, ref, one_pass=True):
     scale = max(1.0, np.abs(ref["w"]).max())
-    assert_allclose(clf.coef_[0], ref["w"], rtol=0, atol=1e-10 * scale)
+    assert_allclose(clf.iterate_[0], ref["w"], rtol=0, atol=1e-10 * scale)
+    if clf.average:
+        assert clf.averaged_steps_ == ref["n_averaged"]
+        assert_allclose(clf.coef_sum_[0], ref["w_sum"], rtol=0,
+                        atol=1e-10 * max(1.0, np.abs(ref["w_sum"]).max()))
+        mean = ref["w_sum"] / ref["n_averaged"]
+        assert_allclose(clf.coef_[0], mean, rtol=0,
+                        atol=1e-10 * max(1.0, np.abs(mean).max()))
+    else:
+        assert_array_equal(clf.coef_, clf.iterate_)
+    assert_allclose(clf.score_stats_, ref["score_stats"], rtol=1e-9,
+                    atol=1e-9 * np.abs(ref["score_stats"]).max())
     assert_allclose(clf.momentum_[0], ref["m"], rtol=0, atol=1e-10 * scale)
     assert_allclose(clf.total_sq_gradient_[0], ref["v"], rtol=1e-10)
     assert_allclose(clf.sum_sq_gradient_[0], ref["ssq"], rtol=1e-10, atol=1e-300)
@@ -104,6 +115,56 @@ def test_kernel_matches_numpy_transcription_over_theta(stream, theta, adaptive):
         _assert_matches(clf.fit(X_in, y, sample_weight=sample_weight), ref)
 
 
+@pytest.mark.parametrize(
+    "loss, algorithm, adaptive",
+    [("hinge", "aogd", "norm"), ("logistic", "aogd", "coordinate"),
+     ("square", "aogd_strongly_convex", "norm"), ("hinge", "ogd", "norm")],
+)
+@pytest.mark.parametrize("theta", [0.0, 0.5, 0.99])
+@pytest.mark.parametrize("project", [False, True])
+def test_averaged_iterates_match_numpy_transcription(stream, loss, algorithm, adaptive,
+                                                     theta, project):
+    """average=True: the mean iterate (idle coordinates summed through the
+    momentum tail and the projection scale) and the averaged model's
+    prequential scores, dense and CSR."""
+    X, y, sample_weight = stream
+    params = dict(loss=loss, algorithm=algorithm, adaptive=adaptive, eta=0.3,
+                  theta=theta, radius=None)
+    ref = pairwise_auc_reference(X, y, sample_weight, average=True, **params)
+    if project:
+        # a ball that the unconstrained iterates leave
+        params["radius"] = 0.5 * np.linalg.norm(ref["w"])
+        ref = pairwise_auc_reference(X, y, sample_weight, average=True, **params)
+        assert ref["n_projections"] > 0
+    for X_in in (X, sp.csr_matrix(X)):
+        clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, average=True,
+                                    **params)
+        _assert_matches(clf.fit(X_in, y, sample_weight=sample_weight), ref)
+    # the mean differs from the last iterate, and is what predicts
+    assert not np.allclose(clf.coef_, clf.iterate_)
+    assert_allclose(clf.decision_function(X), X @ clf.coef_[0] + clf.intercept_[0])
+
+
+def test_averaging_survives_a_long_shrinking_stream():
+    """Thousands of projections shrink the scale P by hundreds of orders of
+    magnitude while rare coordinates stay idle: the range sums of the
+    segment tree must not cancel (differences of running sums would)."""
+    rng = np.random.RandomState(1)
+    n, d = 6000, 12
+    X = rng.randn(n, d) * 3.0
+    X[:, 8:] = 0.0
+    for j in range(8, d):
+        X[rng.choice(n, 4, replace=False), j] = 5.0
+    y = np.where(X[:, 0] + X[:, 1] > 0, 1, -1)
+    params = dict(loss="square", algorithm="aogd", adaptive="norm", eta=2.0,
+                  theta=0.9, radius=0.05)
+    ref = pairwise_auc_reference(X, y, np.ones(n), average=True, **params)
+    assert ref["n_projections"] > n // 2
+    clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, average=True,
+                                **params).fit(sp.csr_matrix(X), y)
+    _assert_matches(clf, ref)
+
+
 def test_momentum_window_really_reaches_archived_stamps(stream):
     """Some rare coordinate must stay idle for more than J steps between two
     touches, or the archived-stamp branch of the kernel is never compared."""
@@ -115,13 +176,15 @@ def test_momentum_window_really_reaches_archived_stamps(stream):
     assert momentum_window(0.0) == 0
 
 
-def test_chunks_continue_the_pair_and_match_the_reference(stream):
+@pytest.mark.parametrize("average", [False, True])
+def test_chunks_continue_the_pair_and_match_the_reference(stream, average):
     """The last row of a call pairs with the first row of the next one."""
     X, y, sample_weight = stream
     params = dict(loss="hinge", algorithm="aogd", adaptive="norm", eta=0.3, theta=0.9,
                   radius=0.5)
-    ref = pairwise_auc_reference(X, y, sample_weight, **params)
-    clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, **params)
+    ref = pairwise_auc_reference(X, y, sample_weight, average=average, **params)
+    clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, average=average,
+                                **params)
     bounds = [0, 1, 2, 57, 300, 301, 900]
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         clf.partial_fit(sp.csr_matrix(X[lo:hi]), y[lo:hi], classes=[-1, 1],
