@@ -10,7 +10,8 @@ learner after ``N`` samples of the stream, with ``N`` on a log scale, for
   (momentum theta = 0.9 and the adaptive step ``eta m / sqrt(v)``), with the
   paper's scalar ``adaptive="norm"`` and with ``adaptive="coordinate"``;
 * the same with ``algorithm="ogd"`` (step ``eta / sqrt(k)``, no momentum;
-  Yang et al. 2021), the paper's baseline;
+  Yang et al. 2021), the paper's baseline, also with ``average=True`` (the
+  mean of the iterates, as Yang et al.'s reference code reports);
 * scikit-learn's :class:`~sklearn.linear_model.SGDClassifier` with the
   logistic loss, a pointwise learner.
 
@@ -47,6 +48,8 @@ LEARNERS = {
     "AOGD (coordinate)": lambda: PairwiseAUCClassifier(
         eta=1.0, radius=10.0, theta=0.9, adaptive="coordinate"),
     "OGD": lambda: PairwiseAUCClassifier(algorithm="ogd", eta=1.0, radius=10.0),
+    "OGD averaged": lambda: PairwiseAUCClassifier(algorithm="ogd", eta=1.0, radius=10.0,
+                                                  average=True),
     "SGDClassifier log_loss": lambda: SGDClassifier(loss="log_loss", random_state=0),
 }
 
