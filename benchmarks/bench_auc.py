@@ -36,7 +36,7 @@ size of LIBSVM's ``letter``; classes A-M positive), and two stand-ins:
 LIBSVM's 60,000-row ``mnist``); digits 0-4 positive.
 
 ``--scaling`` instead times one pass of AOGD (projection on, both
-``adaptive`` modes) and of SGDClassifier on rows with 20 non-zeros each and
+``adaptive`` modes, and with ``average=True``) and of SGDClassifier on rows with 20 non-zeros each and
 1e3 to 1e6 features: the time per step must not grow with n_features beyond
 the cache effects that SGDClassifier shows too.  The per-call
 O(n_features) work (allocation and the final catch-up) is removed by timing
@@ -221,7 +221,8 @@ def run_scaling(args):
           "AOGD hinge, theta=0.9, radius=10 (projection on); SGDClassifier hinge "
           "(one epoch) as\nthe reference for the memory-hierarchy cost of a "
           "larger weight vector.\n")
-    head = f"{'n_features':>12}  {'AOGD norm':>10}  {'AOGD coordinate':>16}  {'SGDClassifier':>14}"
+    head = (f"{'n_features':>12}  {'AOGD norm':>10}  {'AOGD coordinate':>16}  "
+            f"{'AOGD norm averaged':>19}  {'SGDClassifier':>14}")
     print(head)
     print("-" * len(head))
     for n_features in (1_000, 10_000, 100_000, 1_000_000):
@@ -230,13 +231,14 @@ def run_scaling(args):
                            X.indptr.astype(np.int32)), shape=X.shape)
         cells = [
             _per_step_us(lambda: PairwiseAUCClassifier(
-                adaptive=adaptive, radius=10.0, max_iter=1, tol=None, shuffle=False), X, y)
-            for adaptive in ("norm", "coordinate")
+                adaptive=adaptive, radius=10.0, average=average, max_iter=1, tol=None,
+                shuffle=False), X, y)
+            for adaptive, average in (("norm", False), ("coordinate", False), ("norm", True))
         ]
         cells.append(_per_step_us(lambda: SGDClassifier(
             max_iter=1, tol=None, shuffle=False), X, y))
-        print(f"{n_features:>12}  {cells[0]:>10.3f}  {cells[1]:>16.3f}  {cells[2]:>14.3f}",
-              flush=True)
+        print(f"{n_features:>12}  {cells[0]:>10.3f}  {cells[1]:>16.3f}  {cells[2]:>19.3f}  "
+              f"{cells[3]:>14.3f}", flush=True)
 
 
 def main():
