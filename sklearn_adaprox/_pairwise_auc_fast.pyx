@@ -458,13 +458,13 @@ cdef class PairwiseAUCProblem:
         if self.average:
             self.range_sums(s, k, &Q, &C)
             self.coef_sum[j] += self.coef[j] * Q
-            if self.momentum[j] != 0.0:
-                self.coef_sum[j] -= self.coord_step(j) * self.momentum[j] * C
         ratio = self.scale_since(self.p_mant_at[j], self.p_exp_at[j])
         w = self.coef[j] * ratio
         m = self.momentum[j]
         if m != 0.0:
             c = self.coord_step(j)
+            if self.average:
+                self.coef_sum[j] -= c * m * C
             if n <= self.J:
                 b = self.live_b(s, ratio)
                 m = m * self.powers[n]

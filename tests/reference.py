@@ -50,6 +50,12 @@ def dual_averaging_weights(u, H, t, *, eta, l1, l2):
     return np.where(excess > 0, wd, 0.0)
 
 
+def proximal_root(sum_sq, t, adaptive):
+    """The root in H = delta + root: AdaGrad's sqrt(sum of squared
+    gradients), or sqrt(t) for every coordinate (the non-adaptive baseline)."""
+    return np.sqrt(sum_sq) if adaptive else np.sqrt(t) + 0.0 * sum_sq
+
+
 def ftrl_proximal_weights(z, H, *, eta, l1, l2):
     """McMahan et al.: 0 while |z| <= l1, else -(z - sign(z) l1) / (H / eta + l2)."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -71,14 +77,14 @@ def adagrad_reference(
     t = t0
     sum_loss = 0.0
 
-    def root(sum_sq):
-        return np.sqrt(sum_sq) if adaptive else np.sqrt(t) + 0 * sum_sq
-
     def dual_averaging_intercept():
-        return -eta * b_u / (delta + root(b_ssq)) if b_u != 0 else 0.0
+        if b_u == 0:
+            return 0.0
+        return -eta * b_u / (delta + proximal_root(b_ssq, t, adaptive))
 
     def dual_averaging_weights_now():
-        return dual_averaging_weights(u, delta + root(ssq), t, eta=eta, l1=l1, l2=l2)
+        H = delta + proximal_root(ssq, t, adaptive)
+        return dual_averaging_weights(u, H, t, eta=eta, l1=l1, l2=l2)
 
     def ftrl_weights():
         return ftrl_proximal_weights(u, delta + np.sqrt(ssq), eta=eta, l1=l1, l2=l2)

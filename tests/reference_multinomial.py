@@ -12,7 +12,7 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 
 import reference_prox
-from reference import dual_averaging_weights, ftrl_proximal_weights
+from reference import dual_averaging_weights, ftrl_proximal_weights, proximal_root
 
 
 def multinomial_loss_gradient(loss, p, y):
@@ -50,17 +50,15 @@ def multinomial_adagrad_reference(
     b, b_u, b_ssq = (np.zeros(n_classes) for _ in range(3))
     t, sum_loss = t0, 0.0
 
-    def root(sum_sq):
-        return np.sqrt(sum_sq) if adaptive else np.full_like(sum_sq, np.sqrt(t))
-
     def dual_averaging_intercepts():
+        H_b = delta + proximal_root(b_ssq, t, adaptive)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(b_u != 0, -eta * b_u / (delta + root(b_ssq)), 0.0)
+            return np.where(b_u != 0, -eta * b_u / H_b, 0.0)
 
     def closed_form_weights():
         if update == "ftrl_proximal":
             return ftrl_proximal_weights(U, delta + np.sqrt(SSQ), eta=eta, l1=l1, l2=l2)
-        H = delta + root(SSQ)
+        H = delta + proximal_root(SSQ, t, adaptive)
         if penalty == "elementwise":
             return dual_averaging_weights(U, H, t, eta=eta, l1=l1, l2=l2)
         return np.array([_row_prox(penalty, eta * U[j], H[j], eta * lam * t)
