@@ -50,7 +50,7 @@ cdef extern from "_simd.h" nogil:
     void div_pair(double a0, double a1, double b0, double b1, double* r0, double* r1)
     void sqrt_pair(double a0, double a1, double* r0, double* r1)
 
-from ._dataset cimport data_pointers, get_row, index_t
+from ._dataset cimport data_pointers, get_row, index_t, prefetch_row
 from ._loss cimport Loss, MultinomialLoss
 from ._prox cimport group_l2_prox, l1_ball_solve, linf_prox, prox_work_size
 
@@ -220,9 +220,14 @@ cdef class AdaGradProblem:
         self.intercept_sum_grad = intercept_sum_grad
         self.intercept_sum_sq_grad = intercept_sum_sq_grad
         self.t = t
-        self.acc = np.column_stack([sum_grad, np.sqrt(sum_sq_grad)])
-        # coef is current on entry (every pass ends with finalize).
-        self.last_step = np.full(coef.shape[0], t, dtype=np.int64)
+        acc = np.empty((coef.shape[0], 2))
+        acc[:, 0] = sum_grad
+        np.sqrt(sum_sq_grad, out=acc[:, 1])
+        self.acc = acc
+        # coef is current on entry (every pass ends with finalize); only
+        # mirror descent reads the stamps, the other rules get one dummy
+        self.last_step = np.full(
+            coef.shape[0] if self.hyper.update == MIRROR_DESCENT else 1, t, dtype=np.int64)
 
     cdef void finalize(self) noexcept nogil:
         """Bring every weight up to step t (O(n_features), once per pass)."""
@@ -431,6 +436,8 @@ def run_epoch(AdaGradProblem problem,
     with nogil:
         for s in range(order.shape[0]):
             i = order[s]
+            if s + 1 < order.shape[0]:
+                prefetch_row(data, indices, indptr, is_dense, n_features, order[s + 1])
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
@@ -908,6 +915,8 @@ def run_epoch_multinomial(MultinomialProblem problem,
     with nogil:
         for s in range(order.shape[0]):
             i = order[s]
+            if s + 1 < order.shape[0]:
+                prefetch_row(data, indices, indptr, is_dense, n_features, order[s + 1])
             sw = sample_weight[i]
             if sw == 0.0:
                 continue

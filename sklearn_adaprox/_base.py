@@ -34,7 +34,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._dataset import as_row_arrays
+from ._dataset import as_row_arrays, shuffled_order
 
 # Losses whose decision function maps to a probability (see predict_proba).
 PROBABILISTIC_LOSSES = ("log_loss", "modified_huber")
@@ -63,6 +63,14 @@ def check_sample_weight(sample_weight, n_samples):
     if np.any(sample_weight < 0):
         raise ValueError("Negative values in data passed to sample_weight.")
     return sample_weight
+
+
+def pass_order(n_samples, rng, shuffle):
+    """Row order (int64) of one pass: a permutation drawn from the
+    RandomState ``rng`` if ``shuffle``, else the rows as given."""
+    if shuffle:
+        return shuffled_order(n_samples, int(rng.randint(np.iinfo(np.int64).max)))
+    return np.arange(n_samples, dtype=np.int64)
 
 
 def map_problems(solve, n_problems, n_jobs):
@@ -137,10 +145,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         self.n_iter_ = 0
         start = time.perf_counter()
         for epoch in range(max_iter):
-            if self.shuffle and not partial:
-                order = rng.permutation(n_samples).astype(np.int64)
-            else:
-                order = np.arange(n_samples, dtype=np.int64)
+            order = pass_order(n_samples, rng, self.shuffle and not partial)
             results = map_problems(
                 lambda k: self._run_epoch(k, rows, targets[k], sample_weight, order),
                 n_problems, n_jobs,
@@ -184,6 +189,26 @@ class BaseOnlineLinearModel(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+def _class_index(y, classes):
+    """Index of every label of y in the sorted ``classes``; ValueError naming
+    the labels that are not there.  One binary search per label: a set
+    difference sorts the whole label vector, which costs as much again."""
+    try:
+        y_index = np.searchsorted(classes, y)
+        known = classes[np.minimum(y_index, classes.shape[0] - 1)] == y
+    except TypeError:
+        # labels of a type that does not order with the classes' (mixed
+        # objects): only equality can tell, and some of them are unknown
+        known = np.isin(y, classes)
+    if not np.all(known):
+        unknown = np.unique(y[~known])
+        raise ValueError(
+            f"y contains labels {unknown.tolist()!r} that are not in "
+            f"classes {classes.tolist()!r}."
+        )
+    return y_index
 
 
 def binary_problem_targets(y_index, n_problems):
@@ -280,13 +305,7 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
                     f"`classes={classes!r}` is not the same as on the first call "
                     f"to partial_fit; expected {self.classes_!r}."
                 )
-        unknown = np.setdiff1d(y, all_classes)
-        if unknown.size:
-            raise ValueError(
-                f"y contains labels {unknown.tolist()!r} that are not in "
-                f"classes {all_classes.tolist()!r}."
-            )
-        y_index = np.searchsorted(all_classes, y)
+        y_index = _class_index(y, all_classes)
 
         if self.class_weight == "balanced" and partial:
             raise ValueError(
@@ -303,10 +322,11 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
                     f"class_weight names labels {sorted(unknown, key=str)!r} "
                     f"that are not in classes {all_classes.tolist()!r}."
                 )
-        weight_per_class = compute_class_weight(
-            self.class_weight, classes=all_classes, y=y
-        )
-        sample_weight = sample_weight * weight_per_class[y_index]
+        if self.class_weight is not None:
+            weight_per_class = compute_class_weight(
+                self.class_weight, classes=all_classes, y=y
+            )
+            sample_weight = sample_weight * weight_per_class[y_index]
         self._check_options(X.shape[1], all_classes.shape[0], first_call)
         return X, y_index, sample_weight, all_classes, first_call
 

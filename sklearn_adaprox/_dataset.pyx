@@ -10,7 +10,53 @@ never copied when it is already in one of those forms; read-only input
 import numpy as np
 import scipy.sparse as sp
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+
+cdef inline uint64_t splitmix64(uint64_t* state) noexcept nogil:
+    """Next output of Steele, Lea & Flood's SplitMix64 generator."""
+    cdef uint64_t z
+    state[0] += 0x9E3779B97F4A7C15ULL
+    z = state[0]
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef inline uint32_t below(uint32_t bound, uint64_t* state) noexcept nogil:
+    """Uniform integer in [0, bound), bound >= 1: Lemire's multiply-shift
+    with rejection (unbiased; a division only on the rare rejection path)."""
+    cdef uint64_t m = (splitmix64(state) >> 32) * <uint64_t> bound
+    cdef uint32_t low = <uint32_t> m, threshold
+    if low < bound:
+        threshold = (-bound) % bound
+        while low < threshold:
+            m = (splitmix64(state) >> 32) * <uint64_t> bound
+            low = <uint32_t> m
+    return <uint32_t> (m >> 32)
+
+
+def shuffled_order(Py_ssize_t n, uint64_t seed):
+    """A uniformly random permutation of ``0 .. n-1`` (int64), the row order
+    of one shuffled pass; the same seed gives the same order.
+
+    Fisher-Yates on SplitMix64 draws: about 4x faster than
+    ``RandomState.permutation``, which costs a tenth of a whole pass on data
+    sets of a few ten thousand short rows.
+    """
+    if n >= 2**32:  # beyond the 32-bit draws: NumPy's (slower) shuffle
+        return np.random.RandomState(seed % 2**32).permutation(n).astype(np.int64)
+    cdef int64_t[::1] order = np.arange(n, dtype=np.int64)
+    cdef uint64_t state = seed
+    cdef Py_ssize_t i, j
+    cdef int64_t swap
+    with nogil:
+        for i in range(n - 1, 0, -1):
+            j = below(<uint32_t> (i + 1), &state)
+            swap = order[i]
+            order[i] = order[j]
+            order[j] = swap
+    return np.asarray(order)
 
 
 def csr_has_duplicates(const index_t[::1] indices, const index_t[::1] indptr,

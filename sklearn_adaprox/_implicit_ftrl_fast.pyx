@@ -36,7 +36,7 @@ from cython cimport floating
 from libc.math cimport fmax, fmin, sqrt
 from libc.stdint cimport int64_t
 
-from ._dataset cimport data_pointers, get_row, index_t
+from ._dataset cimport data_pointers, get_row, index_t, prefetch_row
 from ._loss cimport Loss
 
 cdef enum:
@@ -139,6 +139,8 @@ def run_epoch(ImplicitFTRLProblem problem,
     with nogil:
         for s in range(order.shape[0]):
             i = order[s]
+            if s + 1 < order.shape[0]:
+                prefetch_row(data, indices, indptr, is_dense, n_features, order[s + 1])
             h = sample_weight[i]
             if h == 0.0:
                 continue

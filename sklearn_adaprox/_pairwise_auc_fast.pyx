@@ -74,7 +74,7 @@ from cython cimport floating
 from libc.math cimport exp, ldexp, sqrt
 from libc.stdint cimport int64_t
 
-from ._dataset cimport data_pointers, get_row, index_t
+from ._dataset cimport data_pointers, get_row, index_t, prefetch_row
 from ._loss cimport Loss
 
 from ._loss import Hinge, Log
@@ -539,6 +539,8 @@ def run_epoch(PairwiseAUCProblem problem,
     with nogil:
         for s_pos in range(order.shape[0]):
             i = order[s_pos]
+            if s_pos + 1 < order.shape[0]:
+                prefetch_row(data, indices, indptr, is_dense, n_features, order[s_pos + 1])
             sw = sample_weight[i]
             if sw == 0.0:
                 continue

@@ -43,7 +43,7 @@ from cython cimport floating
 from libc.math cimport ceil, copysign, fabs, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int64_t
 
-from ._dataset cimport data_pointers, get_row, index_t
+from ._dataset cimport data_pointers, get_row, index_t, prefetch_row
 from ._loss cimport Loss
 
 # Exit step of a coordinate that never leaves the support (l1 == 0).
@@ -346,6 +346,8 @@ def run_epoch(RDAProblem problem,
         while s < n_rows:
             i = order[s]
             s += 1
+            if s < n_rows:
+                prefetch_row(data, indices, indptr, is_dense, n_features, order[s])
             sw = sample_weight[i]
             if sw == 0.0:
                 if have_trace:

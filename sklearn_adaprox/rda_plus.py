@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from threadpoolctl import ThreadpoolController
 
-from ._base import BaseOnlineLinearClassifier, map_problems
+from ._base import BaseOnlineLinearClassifier, map_problems, pass_order
 from ._dataset import as_row_arrays
 from ._loss import Log
 from ._rda_fast import NEVER, RDAProblem, run_epoch
@@ -723,7 +723,7 @@ reservoir_weight_ : ndarray
         converged = False
         for _ in range(self.max_iter):
             best_before = best_delta
-            order = (rng.permutation(n) if self.shuffle else np.arange(n)).astype(np.int64)
+            order = pass_order(n, rng, self.shuffle)
             pos, loss, weight = 0, 0.0, 0.0
             while pos < n:
                 problem = self._problem(k)
