@@ -44,15 +44,33 @@ import numpy as np
 cimport cython
 from cython cimport floating
 from libc.math cimport copysign, exp, expm1, fabs, log1p, sqrt
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 
 cdef extern from "_simd.h" nogil:
     void div_pair(double a0, double a1, double b0, double b1, double* r0, double* r1)
     void sqrt_pair(double a0, double a1, double* r0, double* r1)
+    bint avx_available()
+    double quotient_sum_avx(const double* acc, const int32_t* idx, const double* x,
+                            Py_ssize_t nnz, double shift)
+    void root_update_avx(double* acc, const int32_t* idx, const double* x,
+                         Py_ssize_t nnz, double d)
 
 from ._dataset cimport data_pointers, get_row, index_t, prefetch_row
 from ._loss cimport Loss, MultinomialLoss
 from ._prox cimport group_l2_prox, l1_ball_solve, linf_prox, prox_work_size
+
+# Whether the CPU (and the OS) run AVX: the dual-averaging loops then take
+# four divisions or square roots per instruction (same results).
+cdef bint HAVE_AVX = avx_available()
+
+
+def set_avx(bint enabled):
+    """Test hook: take the AVX loops when ``enabled`` and the CPU runs AVX,
+    else the SSE2 ones.  Returns whether AVX was in use before."""
+    global HAVE_AVX
+    previous = HAVE_AVX
+    HAVE_AVX = enabled and avx_available()
+    return previous
 
 # Codes of the ``update`` parameter inside the kernel.
 cdef enum:
@@ -278,8 +296,11 @@ cdef inline double da_margin(const floating* x, const index_t* idx, Py_ssize_t n
                 p += acc[2 * idx[k]] * x[k]
             return -h.eta * p / den
         if shift > 0.0:
-            # every denominator is positive: two divisions per instruction
-            # (bit-identical to the loop below)
+            # every denominator is positive: four (AVX) or two divisions per
+            # instruction (bit-identical to the loop below)
+            if floating is double and index_t is int32_t:
+                if HAVE_AVX:
+                    return -h.eta * quotient_sum_avx(acc, idx, x, nnz, shift)
             k = 0
             while k + 1 < nnz:
                 j = 2 * idx[k]
@@ -313,6 +334,10 @@ cdef inline void da_update(const floating* x, const index_t* idx, Py_ssize_t nnz
     # (bit-identical to two scalar ones; the indices of a row are distinct).
     cdef Py_ssize_t k, j, j0 = -1
     cdef double g, g0 = 0.0
+    if floating is double and index_t is int32_t:
+        if HAVE_AVX:  # four at a time, same results
+            root_update_avx(acc, idx, x, nnz, d)
+            return
     for k in range(nnz):
         if x[k] == 0.0:
             continue

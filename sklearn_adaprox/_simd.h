@@ -73,4 +73,111 @@ static inline void sqrt_pair(double a0, double a1, double *r0, double *r1)
 }
 
 #endif
+
+/* AVX versions of the two dual-averaging loops, for float64 rows with int32
+ * indices (scikit-learn's CSR default), chosen at run time: four divisions
+ * or square roots per instruction, twice the throughput of the SSE2 pairs.
+ * They keep the arithmetic and the order of the scalar loops, so their
+ * results are bit-identical to the SSE2 and scalar paths.  Built only with
+ * GCC or Clang on x86, which compile a function for AVX inside a baseline
+ * build and tell at run time whether the CPU and the OS support it. */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#include <stdint.h>
+
+static inline int avx_available(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx");
+}
+
+/* sum over k of acc[2 idx[k]] x[k] / (acc[2 idx[k] + 1] + shift), added in
+ * the order of k. */
+__attribute__((target("avx")))
+static inline double quotient_sum_avx(const double *acc, const int32_t *idx, const double *x,
+                               ptrdiff_t nnz, double shift)
+{
+    const __m256d s = _mm256_set1_pd(shift);
+    double q[4];
+    double p = 0.0;
+    ptrdiff_t k = 0;
+    for (; k + 3 < nnz; k += 4) {
+        const double *a0 = acc + 2 * (ptrdiff_t)idx[k];
+        const double *a1 = acc + 2 * (ptrdiff_t)idx[k + 1];
+        const double *a2 = acc + 2 * (ptrdiff_t)idx[k + 2];
+        const double *a3 = acc + 2 * (ptrdiff_t)idx[k + 3];
+        __m256d num = _mm256_set_pd(a3[0] * x[k + 3], a2[0] * x[k + 2],
+                                    a1[0] * x[k + 1], a0[0] * x[k]);
+        __m256d den = _mm256_add_pd(_mm256_set_pd(a3[1], a2[1], a1[1], a0[1]), s);
+        _mm256_storeu_pd(q, _mm256_div_pd(num, den));
+        p += q[0];
+        p += q[1];
+        p += q[2];
+        p += q[3];
+    }
+    for (; k < nnz; k++) {
+        const double *a = acc + 2 * (ptrdiff_t)idx[k];
+        p += a[0] * x[k] / (a[1] + shift);
+    }
+    return p;
+}
+
+/* For every k with x[k] != 0 and g = d x[k]: acc[2j] += g and
+ * acc[2j + 1] = sqrt(acc[2j + 1]^2 + g^2), j = idx[k] (distinct within a
+ * row).  Zero entries (of a dense row) are left alone, as in the scalar
+ * loop: sqrt(r^2) need not give back r exactly. */
+__attribute__((target("avx")))
+static inline void root_update_avx(double *acc, const int32_t *idx, const double *x,
+                            ptrdiff_t nnz, double d)
+{
+    const __m256d zero = _mm256_setzero_pd();
+    double r[4];
+    ptrdiff_t k = 0, m;
+    for (; k + 3 < nnz; k += 4) {
+        double *a[4];
+        double g[4];
+        for (m = 0; m < 4; m++) {
+            a[m] = acc + 2 * (ptrdiff_t)idx[k + m];
+            g[m] = d * x[k + m];
+            if (x[k + m] != 0.0)
+                a[m][0] += g[m];
+        }
+        __m256d gv = _mm256_set_pd(g[3], g[2], g[1], g[0]);
+        __m256d root = _mm256_set_pd(a[3][1], a[2][1], a[1][1], a[0][1]);
+        __m256d fresh = _mm256_sqrt_pd(
+            _mm256_add_pd(_mm256_mul_pd(root, root), _mm256_mul_pd(gv, gv)));
+        __m256d idle = _mm256_cmp_pd(_mm256_loadu_pd(x + k), zero, _CMP_EQ_OQ);
+        _mm256_storeu_pd(r, _mm256_blendv_pd(fresh, root, idle));
+        for (m = 0; m < 4; m++)
+            a[m][1] = r[m];
+    }
+    for (; k < nnz; k++) {
+        double *a = acc + 2 * (ptrdiff_t)idx[k];
+        double gk = d * x[k];
+        if (x[k] == 0.0)
+            continue;
+        a[0] += gk;
+        a[1] = sqrt(a[1] * a[1] + gk * gk);
+    }
+}
+
+#else
+#include <stdint.h>
+
+static inline int avx_available(void) { return 0; }
+
+static inline double quotient_sum_avx(const double *acc, const int32_t *idx, const double *x,
+                               ptrdiff_t nnz, double shift)
+{
+    (void)acc; (void)idx; (void)x; (void)nnz; (void)shift;
+    return 0.0;  /* never called: avx_available() is 0 */
+}
+
+static inline void root_update_avx(double *acc, const int32_t *idx, const double *x,
+                            ptrdiff_t nnz, double d)
+{
+    (void)acc; (void)idx; (void)x; (void)nnz; (void)d;
+}
+#endif
+
 #endif

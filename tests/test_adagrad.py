@@ -11,7 +11,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import accuracy_score
 
 from reference import adagrad_reference, ftrl_proximal_mcmahan
-from sklearn_adaprox import AdaGradClassifier
+from sklearn_adaprox import AdaGradClassifier, _adagrad_fast
 from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
 
 LOSSES = ["hinge", "log_loss", "squared_hinge", "modified_huber"]
@@ -207,6 +207,30 @@ def test_one_epoch_of_defaults_beats_sgdclassifier_defaults_on_a9a():
     for seed in range(3):
         clf = AdaGradClassifier(max_iter=1, random_state=seed).fit(X_train, y_train)
         assert clf.score(X_test, y_test) >= sgd.score(X_test, y_test)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "log_loss"])
+@pytest.mark.parametrize("container", ["csr", "dense"])
+def test_avx_and_sse2_dual_averaging_loops_agree_bit_for_bit(loss, container):
+    """The AVX loops (float64 rows, int32 indices, CPUs that have AVX) keep
+    the arithmetic and the order of the SSE2 ones; zeros of dense rows are
+    left alone in both."""
+    X, y = make_sparse_zipf(600, 300, 25, random_state=5)
+    X = X.toarray() if container == "dense" else X
+    clf = AdaGradClassifier(loss=loss, penalty="l2", alpha=1e-4, max_iter=2, tol=None,
+                            random_state=0)
+    previous = _adagrad_fast.set_avx(False)
+    try:
+        sse2 = clone(clf).fit(X, y)
+        _adagrad_fast.set_avx(True)
+        if not _adagrad_fast.set_avx(True):  # still off after asking for it
+            pytest.skip("this CPU has no AVX")
+        avx = clone(clf).fit(X, y)
+    finally:
+        _adagrad_fast.set_avx(previous)
+    assert_array_equal(avx.coef_, sse2.coef_)
+    assert_array_equal(avx.sum_sq_gradient_, sse2.sum_sq_gradient_)
+    assert avx.loss_curve_ == sse2.loss_curve_
 
 
 @pytest.mark.parametrize("update", UPDATES)
