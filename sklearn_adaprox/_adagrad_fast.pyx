@@ -15,7 +15,7 @@ One call of ``run_epoch`` makes one pass over the rows named by ``order`` for
 one binary problem.  A step costs O(nnz of the row): a weight whose feature
 is absent from the row is not touched and is brought up to date, exactly and
 in closed form, the next time its feature is read (and for every feature by
-``finalize`` at the end of the pass, so the caller's ``coef`` is current).
+``finish`` at the end of the pass, so the caller's ``coef`` is current).
 
 Per coordinate i the state is ``u_i`` (sum of gradients; for FTRL-Proximal
 the shifted sum ``z_i``), ``ssq_i`` (sum of squared gradients) and, for mirror
@@ -206,8 +206,8 @@ cdef class AdaGradProblem:
 
     Built by the estimator from its fitted NumPy arrays: ``coef`` is a view
     that the kernel updates in place; ``sum_grad`` and ``sum_sq_grad`` are
-    copied into the interleaved workspace ``acc`` and written back by
-    ``store``; the intercept scalars and ``t`` are read back through the
+    copied into the interleaved workspace ``acc`` by ``load`` and written
+    back by ``finish``; the intercept scalars and ``t`` are read back through the
     attributes.  It is never kept as fitted state.
     """
     cdef Loss loss
@@ -238,37 +238,44 @@ cdef class AdaGradProblem:
         self.intercept_sum_grad = intercept_sum_grad
         self.intercept_sum_sq_grad = intercept_sum_sq_grad
         self.t = t
-        acc = np.empty((coef.shape[0], 2))
-        acc[:, 0] = sum_grad
-        np.sqrt(sum_sq_grad, out=acc[:, 1])
-        self.acc = acc
-        # coef is current on entry (every pass ends with finalize); only
+        self.acc = np.empty((coef.shape[0], 2))
+        self.load()
+        # coef is current on entry (every pass ends with finish); only
         # mirror descent reads the stamps, the other rules get one dummy
         self.last_step = np.full(
             coef.shape[0] if self.hyper.update == MIRROR_DESCENT else 1, t, dtype=np.int64)
 
-    cdef void finalize(self) noexcept nogil:
-        """Bring every weight up to step t (O(n_features), once per pass)."""
-        cdef Py_ssize_t j
+    cdef void load(self) noexcept nogil:
+        """Fill the workspace from the caller's sums (one pass)."""
+        cdef Py_ssize_t j, n = self.coef.shape[0]
+        cdef double* acc = &self.acc[0, 0] if n > 0 else NULL
+        cdef const double* u = &self.sum_grad[0] if n > 0 else NULL
+        cdef const double* ssq = &self.sum_sq_grad[0] if n > 0 else NULL
+        for j in range(n):
+            acc[2 * j] = u[j]
+            acc[2 * j + 1] = sqrt(ssq[j])
+
+    cdef void finish(self) noexcept nogil:
+        """Bring every weight up to step t and write the sums back to the
+        caller's arrays, in one pass (O(n_features), once per pass)."""
+        cdef Py_ssize_t j, n = self.coef.shape[0]
         cdef Hyper h = self.hyper
         cdef double t = <double> self.t
-        for j in range(self.coef.shape[0]):
+        cdef double* w = &self.coef[0] if n > 0 else NULL
+        cdef const double* acc = &self.acc[0, 0] if n > 0 else NULL
+        cdef double* u = &self.sum_grad[0] if n > 0 else NULL
+        cdef double* ssq = &self.sum_sq_grad[0] if n > 0 else NULL
+        cdef int64_t* last = &self.last_step[0]
+        for j in range(n):
             if h.update == DUAL_AVERAGING:
-                self.coef[j] = da_weight(self.acc[j, 0], da_root(self.acc[j, 1], t, h),
-                                         t, h)
+                w[j] = da_weight(acc[2 * j], da_root(acc[2 * j + 1], t, h), t, h)
             elif h.update == MIRROR_DESCENT:
-                self.coef[j] = md_idle_steps(self.coef[j], self.acc[j, 1],
-                                             self.t - self.last_step[j], h)
-                self.last_step[j] = self.t
+                w[j] = md_idle_steps(w[j], acc[2 * j + 1], self.t - last[j], h)
+                last[j] = self.t
             else:
-                self.coef[j] = ftrl_weight(self.acc[j, 0], self.acc[j, 1], h)
-
-    cdef void store(self) noexcept nogil:
-        """Write the accumulators back to the caller's arrays."""
-        cdef Py_ssize_t j
-        for j in range(self.coef.shape[0]):
-            self.sum_grad[j] = self.acc[j, 0]
-            self.sum_sq_grad[j] = self.acc[j, 1] * self.acc[j, 1]
+                w[j] = ftrl_weight(acc[2 * j], acc[2 * j + 1], h)
+            u[j] = acc[2 * j]
+            ssq[j] = acc[2 * j + 1] * acc[2 * j + 1]
 
 
 # ----------------------------------------------------------------------
@@ -502,8 +509,7 @@ def run_epoch(AdaGradProblem problem,
         if h.update == DUAL_AVERAGING:
             b = da_intercept(u_b, sqrt(ssq_b), <double> t, h)
         problem.t = t
-        problem.finalize()
-        problem.store()
+        problem.finish()
 
     problem.intercept = b
     problem.intercept_sum_grad = u_b
