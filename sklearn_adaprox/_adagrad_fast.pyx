@@ -207,8 +207,8 @@ cdef class AdaGradProblem:
     Built by the estimator from its fitted NumPy arrays: ``coef`` is a view
     that the kernel updates in place; ``sum_grad`` and ``sum_sq_grad`` are
     copied into the interleaved workspace ``acc`` by ``load`` and written
-    back by ``finish``; the intercept scalars and ``t`` are read back through the
-    attributes.  It is never kept as fitted state.
+    back by ``finish``; the intercept scalars and ``t`` are read back
+    through the attributes.  It is never kept as fitted state.
     """
     cdef Loss loss
     cdef Hyper hyper

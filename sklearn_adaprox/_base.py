@@ -202,6 +202,7 @@ def _class_index(y, classes):
         # labels of a type that does not order with the classes' (mixed
         # objects): only equality can tell, and some of them are unknown
         known = np.isin(y, classes)
+        y_index = None
     if not np.all(known):
         unknown = np.unique(y[~known])
         raise ValueError(

@@ -42,8 +42,9 @@ static inline void prefetch_stream(const void *p, size_t nbytes)
     const char *end = c + nbytes;
     for (; c < end; c += 64) {  /* one request per cache line */
 #if defined(__GNUC__)
-        /* GCC deletes a finite loop of _mm_prefetch calls as dead code (it
-         * has no effect on results); a volatile asm statement stays. */
+        /* GCC 12 removed loops of _mm_prefetch calls as dead code (they
+         * change no result) in the kernels; a volatile asm statement
+         * stays. */
         __asm__ __volatile__("prefetchnta %0" : : "m"(*c));
 #else
         _mm_prefetch(c, _MM_HINT_NTA);
