@@ -55,7 +55,7 @@ cdef extern from "_simd.h" nogil:
     void root_update_avx(double* acc, const int32_t* idx, const double* x,
                          Py_ssize_t nnz, double d)
 
-from ._dataset cimport data_pointers, get_row, index_t, prefetch_row
+from ._dataset cimport check_pass_input, data_pointers, get_row, index_t, prefetch_row
 from ._loss cimport Loss, MultinomialLoss
 from ._prox cimport group_l2_prox, l1_ball_solve, linf_prox, prox_work_size
 
@@ -228,6 +228,8 @@ cdef class AdaGradProblem:
                  double[::1] coef, double[::1] sum_grad, double[::1] sum_sq_grad,
                  double intercept, double intercept_sum_grad,
                  double intercept_sum_sq_grad, int64_t t, bint adaptive=True):
+        if sum_grad.shape[0] != coef.shape[0] or sum_sq_grad.shape[0] != coef.shape[0]:
+            raise ValueError("coef, sum_grad and sum_sq_grad must have the same length.")
         self.loss = loss
         self.hyper = make_hyper(update, eta, delta, l1, l2, adaptive)
         self.fit_intercept = fit_intercept
@@ -433,6 +435,7 @@ def run_epoch(AdaGradProblem problem,
               const index_t[::1] X_indices,
               const index_t[::1] X_indptr,
               bint is_dense,
+              Py_ssize_t n_features,
               const double[::1] y,
               const double[::1] sample_weight,
               const int64_t[::1] order):
@@ -445,7 +448,8 @@ def run_epoch(AdaGradProblem problem,
     cdef Loss loss = problem.loss
     cdef Hyper h = problem.hyper
     cdef bint fit_intercept = problem.fit_intercept
-    cdef Py_ssize_t n_features = problem.coef.shape[0]
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     problem.coef.shape[0], y.shape[0], sample_weight, order)
     cdef double* w = &problem.coef[0]
     cdef double* acc = &problem.acc[0, 0]
     cdef int64_t* last = &problem.last_step[0]
@@ -566,7 +570,7 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
                      double[::1] coef, double[::1] sum_grad, double[::1] sum_sq_grad,
                      double[::1] intercept_state, int64_t t,
                      const floating[::1] X_data, const index_t[::1] X_indices,
-                     const index_t[::1] X_indptr, bint is_dense,
+                     const index_t[::1] X_indptr, bint is_dense, Py_ssize_t n_features,
                      const double[::1] y, const double[::1] sample_weight,
                      const int64_t[::1] order):
     """One predict-then-learn pass of binary AdaGrad over ``X[order]``, y in {-1, +1}.
@@ -595,7 +599,8 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
                          f"{', '.join(map(repr, COUPLED_PENALTY_CODES))}.")
     if not strength >= 0.0:
         raise ValueError(f"strength must be >= 0, got {strength!r}.")
-    cdef Py_ssize_t n_features = coef.shape[0]
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     coef.shape[0], y.shape[0], sample_weight, order)
     if sum_grad.shape[0] != n_features or sum_sq_grad.shape[0] != n_features:
         raise ValueError("coef, sum_grad and sum_sq_grad must have the same length.")
     if intercept_state.shape[0] != 3:
@@ -766,6 +771,13 @@ cdef class MultinomialProblem:
                  double[:, ::1] sum_sq_grad, double[::1] intercept,
                  double[::1] intercept_sum_grad, double[::1] intercept_sum_sq_grad,
                  int64_t t, bint adaptive=True):
+        if (sum_grad.shape[0] != coef.shape[0] or sum_grad.shape[1] != coef.shape[1]
+                or sum_sq_grad.shape[0] != coef.shape[0]
+                or sum_sq_grad.shape[1] != coef.shape[1]
+                or intercept.shape[0] != coef.shape[0]
+                or intercept_sum_grad.shape[0] != coef.shape[0]
+                or intercept_sum_sq_grad.shape[0] != coef.shape[0]):
+            raise ValueError("The per-class state arrays must have one shape.")
         self.loss = loss
         self.hyper = make_hyper(update, eta, delta, l1, l2, adaptive)
         self.penalty = PENALTY_CODES[penalty]
@@ -917,19 +929,33 @@ cdef inline bint row_is_zero(const double* w, Py_ssize_t n) noexcept nogil:
     return True
 
 
+cdef bint all_class_indices(const double[::1] y, Py_ssize_t n_classes) noexcept nogil:
+    """True if every entry of y is an integer in [0, n_classes): the kernel
+    indexes the class scores with it."""
+    cdef Py_ssize_t i
+    for i in range(y.shape[0]):
+        if not (0.0 <= y[i] < n_classes) or y[i] != <double> <Py_ssize_t> y[i]:
+            return False
+    return True
+
+
 def run_epoch_multinomial(MultinomialProblem problem,
                           const floating[::1] X_data,
                           const index_t[::1] X_indices,
                           const index_t[::1] X_indptr,
                           bint is_dense,
+                          Py_ssize_t n_features,
                           const double[::1] y,
                           const double[::1] sample_weight,
                           const int64_t[::1] order):
     """One predict-then-learn pass over ``X[order]``; y holds class indices
     (0 .. n_classes - 1, as floats).  Rows of zero weight are not steps.
     Returns ``(sum of weight * loss before each step, sum of weights)``."""
-    cdef Py_ssize_t n_features = problem.W.shape[0]
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     problem.W.shape[0], y.shape[0], sample_weight, order)
     cdef Py_ssize_t K = problem.n_classes
+    if not all_class_indices(y, K):
+        raise ValueError(f"y must hold class indices in [0, {K}).")
     cdef double* scores = &problem.work[0, 0]
     cdef double* d = &problem.work[1, 0]
     cdef const floating* data = NULL

@@ -53,7 +53,7 @@ from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemv, dsyrk
 from scipy.linalg.cython_lapack cimport dsyevd
 
-from ._dataset cimport data_pointers, get_row, index_t
+from ._dataset cimport check_pass_input, data_pointers, get_row, index_t
 from ._loss cimport Loss
 
 # Largest n_features the estimator accepts for the full-matrix update.  A
@@ -227,6 +227,7 @@ def run_epoch_full(Loss loss, str update, double eta, double delta, double l2,
                    const index_t[::1] X_indices,
                    const index_t[::1] X_indptr,
                    bint is_dense,
+                   Py_ssize_t n_features,
                    const double[::1] y,
                    const double[::1] sample_weight,
                    const int64_t[::1] order):
@@ -247,14 +248,13 @@ def run_epoch_full(Loss loss, str update, double eta, double delta, double l2,
                          f"got {update!r}.")
     cdef int code = UPDATE_CODES[update]
     cdef int m = w.shape[0]
-    cdef Py_ssize_t n_features = m - fit_intercept
-    if n_features < 0 or m == 0:
+    if w.shape[0] - fit_intercept < 0 or m == 0:
         raise ValueError("w must hold at least one coordinate.")
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     w.shape[0] - fit_intercept, y.shape[0], sample_weight, order)
     if u.shape[0] != m or G.shape[0] != m or G.shape[1] != m:
         raise ValueError(f"u must have length {m} and G shape ({m}, {m}); "
                          f"got {u.shape[0]} and ({G.shape[0]}, {G.shape[1]}).")
-    if y.shape[0] != sample_weight.shape[0]:
-        raise ValueError("y and sample_weight must have the same length.")
 
     # Workspaces, once per pass.  dsyevd's sizes come from its own query.
     cdef Workspace ws

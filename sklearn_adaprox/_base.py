@@ -17,12 +17,20 @@ early stopping and verbose output, and ``fit`` / ``partial_fit`` /
 A classifier may also override ``_problem_targets`` (to learn all classes as
 one problem instead of one-vs-rest) and ``_check_options`` (to refuse
 parameter combinations that depend on the data, before any state changes).
+
+Every ``fit`` / ``partial_fit`` is a transaction (``_transaction``): it
+validates the input (sparse structure first, then values and scales), works
+on its own copy of the fitted state, checks that the state is finite after
+every pass, and publishes the new state only when it returns.  After any
+exception the estimator is exactly what it was before the call.
 """
+import copy
 import time
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 from scipy.special import expit
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
@@ -34,10 +42,58 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._dataset import as_row_arrays, shuffled_order
+from ._dataset import (
+    all_finite,
+    as_row_arrays,
+    check_sparse_structure,
+    max_abs,
+    shuffled_order,
+)
 
 # Losses whose decision function maps to a probability (see predict_proba).
 PROBABILISTIC_LOSSES = ("log_loss", "modified_huber")
+
+
+# Largest accepted magnitude of a gradient factor: |x| times the sample (and
+# class) weight, times |y| for a regression target.  The kernels square
+# gradients and sum the squares over every step: below 1e140 a square is at
+# most 1e280, and 1e28 of them still fit in a float64.  Data this large are
+# refused with a message instead of becoming an infinite (then NaN) state.
+SCALE_LIMIT = 1e140
+
+
+def check_structure(X):
+    """X with its sparse structure checked (see ``check_sparse_structure``):
+    before scikit-learn's validation or any scipy routine reads the index
+    arrays, since those trust them and read out of bounds when they lie.
+    Dense and array-like input is returned as it is."""
+    return check_sparse_structure(X) if sp.issparse(X) else X
+
+
+def check_scale(X, sample_weight, y=None):
+    """ValueError naming the input whose magnitude would make the squared
+    gradients overflow (see ``SCALE_LIMIT``); O(nnz), no temporary."""
+    values = X.data if sp.issparse(X) else X.reshape(-1)
+    scales = {"X": max_abs(values) if values.shape[0] else 0.0,
+              "sample_weight": float(sample_weight.max(initial=0.0))}
+    if y is not None:
+        scales["y"] = max_abs(y) if y.shape[0] else 0.0
+    product = 1.0
+    for name, value in scales.items():
+        if value >= SCALE_LIMIT:
+            raise ValueError(
+                f"{name} holds values of magnitude {value:.3g}: the squared "
+                f"gradients would overflow (limit {SCALE_LIMIT:.0e}). Scale "
+                f"{name} (e.g. StandardScaler or MaxAbsScaler for X)."
+            )
+        product *= max(value, 1.0)
+    if product >= SCALE_LIMIT:
+        names = " times ".join(f"{n} ({v:.3g})" for n, v in scales.items())
+        raise ValueError(
+            f"The largest magnitudes of {names} multiply to {product:.3g}: the "
+            f"squared gradients would overflow (limit {SCALE_LIMIT:.0e}). "
+            "Scale the data."
+        )
 
 
 def check_sample_weight(sample_weight, n_samples):
@@ -108,27 +164,79 @@ class BaseOnlineLinearModel(BaseEstimator):
     def _run_epoch(self, k, rows, y, sample_weight, order):  # pragma: no cover
         raise NotImplementedError
 
+    # Fitted float arrays that may legitimately hold NaN (e.g. a constant
+    # that is not known before the first step); every other one must stay
+    # finite.
+    _nan_allowed_state = ()
+
     # ------------------------------------------------------------------
-    def _validate_atomically(self, *args):
-        """``self._validate_input(*args)``; on failure the estimator is left
-        exactly as it was (validate_data may already have set
-        n_features_in_ / feature_names_in_ on a first call)."""
-        saved_state = dict(self.__dict__)
+    def _transaction(self, call, *args):
+        """``call(*args)``, all or nothing.
+
+        The call runs on a shallow copy of the attribute dict (so that what
+        validation sets, such as ``n_features_in_`` on a first call, stays
+        private to it) and, once it continues a fitted state, on copies of
+        the fitted arrays (``_start_state``); the kernels update those in
+        place.  On any exception (invalid input, MemoryError, a non-finite
+        state, KeyboardInterrupt) the old dict is put back whole, and a
+        ``RandomState`` passed as ``random_state`` is rewound, so the
+        estimator is bit-identical to what it was.  Swapping the dict is one
+        assignment: a thread reading the estimator meanwhile sees either
+        state, never a mixture (concurrent fits of one estimator are still
+        not supported: the later to finish wins, or one raises).
+        """
+        saved = self.__dict__
+        rng = getattr(self, "random_state", None)
+        rng_state = rng.get_state() if isinstance(rng, np.random.RandomState) else None
+        self.__dict__ = dict(saved)
         try:
-            return self._validate_input(*args)
-        except Exception:
-            self.__dict__.clear()
-            self.__dict__.update(saved_state)
+            return call(*args)
+        except BaseException:
+            self.__dict__ = saved
+            if rng_state is not None:
+                rng.set_state(rng_state)
             raise
 
     def _start_state(self, first_call, partial, n_problems, n_features):
-        """Fresh fitted state on a first call; a fresh loss curve per fit."""
+        """Fresh fitted state on a first call; otherwise this call's own
+        copy of the fitted state (see ``_transaction``).  A fresh loss curve
+        per fit."""
         if first_call:
             self.t_ = 0
             self.loss_curve_ = []
             self._init_state(n_problems, n_features)
+        else:
+            self._copy_fitted_state()
         if not partial:
             self.loss_curve_ = []
+
+    def _copy_fitted_state(self):
+        """Replace every fitted array and container by a private, writable
+        copy: the kernels' in-place updates then reach the estimator only
+        if the call succeeds, and a state loaded read-only (e.g.
+        ``joblib.load(..., mmap_mode="r")``) can be continued.  O(size of
+        the state), once per call."""
+        for name, value in list(self.__dict__.items()):
+            if not name.endswith("_"):
+                continue
+            if isinstance(value, np.ndarray):
+                setattr(self, name, np.array(value))  # a plain ndarray copy
+            elif isinstance(value, (list, dict)):
+                setattr(self, name, copy.deepcopy(value))
+
+    def _check_finite_state(self, when):
+        """ValueError if a fitted float array holds NaN or infinity after
+        ``when`` (e.g. "epoch 3"); the transaction then restores the state."""
+        for name, value in self.__dict__.items():
+            if (name.endswith("_") and isinstance(value, np.ndarray)
+                    and value.dtype == np.float64 and name not in self._nan_allowed_state
+                    and not all_finite(np.ascontiguousarray(value).reshape(-1))):
+                raise ValueError(
+                    f"Floating-point overflow in {when}: {name} holds non-finite "
+                    "values. The estimator was left as it was before this call. "
+                    "Scaling the input (e.g. StandardScaler or MaxAbsScaler) or "
+                    "a smaller step size might help."
+                )
 
     def _run_epochs(self, X, targets, sample_weight, partial, n_jobs=None):
         """Up to ``max_iter`` passes (one for ``partial_fit``) over X for the
@@ -152,6 +260,8 @@ class BaseOnlineLinearModel(BaseEstimator):
             )
             self.t_ += n_steps
             self.n_iter_ += 1
+            self._check_finite_state(
+                "this partial_fit call" if partial else f"epoch {self.n_iter_}")
             total_weight = results[0][1]
             epoch_loss = (
                 sum(r[0] for r in results) / total_weight if total_weight > 0 else np.nan
@@ -212,6 +322,19 @@ def _class_index(y, classes):
     return y_index
 
 
+def check_class_weight_values(class_weight):
+    """ValueError unless every weight of the dict is a finite number >= 0."""
+    try:
+        values = np.asarray(list(class_weight.values()), dtype=np.float64)
+    except (TypeError, ValueError):
+        values = np.array([np.nan])
+    if not (np.all(np.isfinite(values)) and np.all(values >= 0)):
+        raise ValueError(
+            "class_weight values must be finite non-negative numbers; got "
+            f"{class_weight!r}."
+        )
+
+
 def binary_problem_targets(y_index, n_problems):
     """The +-1 labels of each binary problem: class 1 vs 0 when
     ``n_problems == 1``, else class k vs the rest."""
@@ -244,7 +367,9 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         -------
         self : object
         """
-        return self._fit_or_partial_fit(X, y, sample_weight, None, partial=False)
+        return self._transaction(
+            self._fit_or_partial_fit, X, y, sample_weight, None, False
+        )
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -262,17 +387,19 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         -------
         self : object
         """
-        return self._fit_or_partial_fit(X, y, sample_weight, classes, partial=True)
+        return self._transaction(
+            self._fit_or_partial_fit, X, y, sample_weight, classes, True
+        )
 
     # ------------------------------------------------------------------
     # validation: nothing here changes fitted state (except the feature
-    # count and names on a first call, which _validate_atomically rolls back
-    # if anything else fails)
+    # count and names on a first call, private to the transaction until the
+    # call succeeds)
     def _validate_input(self, X, y, sample_weight, classes, partial):
         first_call = not hasattr(self, "t_") or not (partial or self.warm_start)
         X, y = validate_data(
             self,
-            X,
+            check_structure(X),
             y,
             accept_sparse="csr",
             dtype=[np.float64, np.float32],
@@ -281,10 +408,6 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         )
         check_classification_targets(y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
-        if not partial and not np.any(sample_weight):
-            # A chunk of zero weights is a valid no-op for partial_fit, but
-            # fit would return an untrained model.
-            raise ValueError("Sample weights must contain at least one non-zero number.")
 
         if first_call:
             if partial and classes is None:
@@ -323,11 +446,20 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
                     f"class_weight names labels {sorted(unknown, key=str)!r} "
                     f"that are not in classes {all_classes.tolist()!r}."
                 )
+            check_class_weight_values(self.class_weight)
         if self.class_weight is not None:
             weight_per_class = compute_class_weight(
                 self.class_weight, classes=all_classes, y=y
             )
             sample_weight = sample_weight * weight_per_class[y_index]
+        if not partial and not np.any(sample_weight):
+            # A chunk of zero weights is a valid no-op for partial_fit, but
+            # fit would return an untrained model.  Class weights count.
+            raise ValueError(
+                "The sample weights (times the class weights) must contain at "
+                "least one non-zero number."
+            )
+        check_scale(X, sample_weight)
         self._check_options(X.shape[1], all_classes.shape[0], first_call)
         return X, y_index, sample_weight, all_classes, first_call
 
@@ -343,7 +475,7 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
 
     # ------------------------------------------------------------------
     def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
-        X, y_index, sample_weight, all_classes, first_call = self._validate_atomically(
+        X, y_index, sample_weight, all_classes, first_call = self._validate_input(
             X, y, sample_weight, classes, partial
         )
         targets = self._problem_targets(y_index, all_classes.shape[0])
@@ -351,6 +483,19 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
             self.classes_ = all_classes
         self._start_state(first_call, partial, len(targets), X.shape[1])
         return self._run_epochs(X, targets, sample_weight, partial, n_jobs=self.n_jobs)
+
+    def decision_function(self, X):
+        """Confidence scores ``X @ coef_.T + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        return super().decision_function(check_structure(X))
 
     # ------------------------------------------------------------------
     def _predict_proba_from_loss(self, X, loss):
@@ -403,7 +548,7 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
         -------
         self : object
         """
-        return self._fit_or_partial_fit(X, y, sample_weight, partial=False)
+        return self._transaction(self._fit_or_partial_fit, X, y, sample_weight, False)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, sample_weight=None):
@@ -419,13 +564,13 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
         -------
         self : object
         """
-        return self._fit_or_partial_fit(X, y, sample_weight, partial=True)
+        return self._transaction(self._fit_or_partial_fit, X, y, sample_weight, True)
 
     def _validate_input(self, X, y, sample_weight, partial):
         first_call = not hasattr(self, "t_") or not (partial or self.warm_start)
         X, y = validate_data(
             self,
-            X,
+            check_structure(X),
             y,
             accept_sparse="csr",
             dtype=[np.float64, np.float32],
@@ -437,10 +582,11 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
         if not partial and not np.any(sample_weight):
             raise ValueError("Sample weights must contain at least one non-zero number.")
+        check_scale(X, sample_weight, y)
         return X, y, sample_weight, first_call
 
     def _fit_or_partial_fit(self, X, y, sample_weight, partial):
-        X, y, sample_weight, first_call = self._validate_atomically(
+        X, y, sample_weight, first_call = self._validate_input(
             X, y, sample_weight, partial
         )
         self._start_state(first_call, partial, 1, X.shape[1])
@@ -458,5 +604,5 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
         y_pred : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False)
+        X = validate_data(self, check_structure(X), accept_sparse="csr", reset=False)
         return safe_sparse_dot(X, self.coef_, dense_output=True) + self.intercept_[0]

@@ -6,6 +6,14 @@
 # arange(n_features) and an unused ``indptr``: row i then starts at
 # ``i * n_features`` in data and at 0 in indices.  The kernels only ever see a
 # row as (pointer to values, pointer to feature indices, number of entries).
+#
+# The structure of X (indptr monotone from 0 to nnz, every column index in
+# [0, n_features)) is checked once, in Python, by ``check_sparse_structure``
+# before any fitted state changes.  Each kernel also calls
+# ``check_pass_input`` at its entry: O(1) checks that the arrays it is about
+# to index agree with one another, plus one scan of ``order``, so that no
+# caller (a future one, or two threads racing on one estimator) can make a
+# kernel read or write past the end of an array.
 from cython cimport floating
 from libc.stddef cimport size_t
 from libc.stdint cimport int32_t, int64_t
@@ -74,3 +82,59 @@ cdef inline void prefetch_row(
     prefetch_stream(values, length * sizeof(floating))
     if not is_dense:  # a dense row's indices are shared by all rows
         prefetch_stream(columns, length * sizeof(index_t))
+
+
+cdef inline int check_pass_input(
+    const floating[::1] X_data,
+    const index_t[::1] X_indices,
+    const index_t[::1] X_indptr,
+    bint is_dense,
+    Py_ssize_t n_features,
+    Py_ssize_t state_features,
+    Py_ssize_t n_rows,
+    const double[::1] sample_weight,
+    const int64_t[::1] order,
+) except -1:
+    """Raise ValueError unless the rows of X, the state and the pass agree.
+
+    ``state_features`` is the width of the state arrays the kernel will index
+    by column; ``n_rows`` the length of its targets.  Called once per kernel
+    call: O(1) plus one scan of ``order``.
+    """
+    cdef Py_ssize_t s
+    cdef int64_t row, bad = 0
+    cdef bint out_of_range = False
+    if state_features != n_features:
+        raise ValueError(
+            f"The fitted state has {state_features} features but X has "
+            f"{n_features}: the estimator changed during this call (is it "
+            "shared between threads? One estimator must not be fitted by two "
+            "threads at once)."
+        )
+    if sample_weight.shape[0] != n_rows:
+        raise ValueError(
+            f"{sample_weight.shape[0]} sample weights for {n_rows} targets."
+        )
+    if is_dense:
+        if X_data.shape[0] != n_rows * n_features or X_indices.shape[0] < n_features:
+            raise ValueError(
+                f"Dense rows: {X_data.shape[0]} values for {n_rows} rows of "
+                f"{n_features} features."
+            )
+    elif (X_indptr.shape[0] != n_rows + 1 or X_indptr[0] != 0
+          or X_indptr[n_rows] != X_indices.shape[0]
+          or X_data.shape[0] != X_indices.shape[0]):
+        raise ValueError(
+            f"Sparse rows: indptr of length {X_indptr.shape[0]} for {n_rows} "
+            f"rows, {X_indices.shape[0]} indices, {X_data.shape[0]} values."
+        )
+    with nogil:
+        for s in range(order.shape[0]):
+            row = order[s]
+            if row < 0 or row >= n_rows:
+                bad = row
+                out_of_range = True
+                break
+    if out_of_range:
+        raise ValueError(f"Row order names row {bad} of {n_rows}.")
+    return 0

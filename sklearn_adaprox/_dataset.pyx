@@ -1,16 +1,27 @@
-"""Row-access layer: hand X to the Cython kernels without copying it.
+"""Row-access layer: check X, then hand it to the Cython kernels without
+copying it.
 
-``as_row_arrays`` turns a validated CSR matrix/array or a C-contiguous dense
-array (float32 or float64) into the (data, indices, indptr, is_dense) arrays
-that the kernels read through ``get_row`` in ``_dataset.pxd``.  X itself is
-never copied when it is already in one of those forms; read-only input
-(for example a memory-mapped array) is fine because the kernels take
-``const`` memoryviews.
+``check_sparse_structure`` refuses a sparse matrix whose arrays do not
+describe a matrix of its shape (scipy trusts them, and its own C++ routines
+read past the ends of arrays when they lie), before anything else touches
+them.  ``as_row_arrays`` turns a validated CSR matrix/array or a
+C-contiguous dense array (float32 or float64) into the
+(data, indices, indptr, is_dense, n_features) arrays that the kernels read
+through ``get_row`` in ``_dataset.pxd``.  X itself is never copied when it
+is already in one of those forms; read-only input (for example a
+memory-mapped array) is fine because the kernels take ``const``
+memoryviews.
 """
 import numpy as np
 import scipy.sparse as sp
 
+from libc.math cimport fabs
 from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+MALFORMED = "Malformed sparse matrix X: "
+# Formats whose index arrays check_sparse_structure reads directly; any other
+# sparse format is brought to COO first (by scipy code that only copies).
+_COMPRESSED = ("csr", "csc", "bsr")
 
 
 cdef inline uint64_t splitmix64(uint64_t* state) noexcept nogil:
@@ -83,15 +94,192 @@ def csr_has_duplicates(const index_t[::1] indices, const index_t[::1] indptr,
     return found
 
 
-def as_row_arrays(X):
-    """Return ``(data, indices, indptr, is_dense)`` views of a validated X.
+def _first_decrease(const index_t[::1] indptr):
+    """Position of the first entry of ``indptr`` smaller than the one
+    before it, or -1."""
+    cdef Py_ssize_t i, found = -1
+    with nogil:
+        for i in range(1, indptr.shape[0]):
+            if indptr[i] < indptr[i - 1]:
+                found = i
+                break
+    return found
 
-    ``X`` must already be CSR (matrix or array) or a 2-D C-contiguous ndarray
-    of float32/float64, as ``check_array(..., accept_sparse="csr",
-    order="C")`` produces.  A CSR matrix with duplicated entries in a row is
-    summed into a new matrix (the caller's object is left alone); unsorted
-    indices are used as they are.
+
+def _index_range(const index_t[::1] indices):
+    """(min, max) of a non-empty index array, in one vectorisable pass."""
+    cdef Py_ssize_t k
+    cdef index_t lo = indices[0], hi = indices[0], v
+    with nogil:
+        for k in range(1, indices.shape[0]):
+            v = indices[k]
+            lo = v if v < lo else lo
+            hi = v if v > hi else hi
+    return int(lo), int(hi)
+
+
+def _as_index_array(a, name, bound):
+    """``a`` as a contiguous int32/int64 array with the same values, or
+    ValueError: one dimension, an integer dtype, and (for unsigned 64-bit
+    input, which int64 cannot hold) no value above ``bound``.  Never
+    narrows: an out-of-range int64 index must not wrap into range."""
+    a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{MALFORMED}{name} has {a.ndim} dimensions, not 1.")
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{MALFORMED}{name} has dtype {a.dtype}, not an integer dtype.")
+    if a.dtype.kind == "u" and a.dtype.itemsize == 8 and a.size and a.max() > bound:
+        raise ValueError(
+            f"{MALFORMED}{name} holds {int(a.max())}, beyond the matrix's extent {bound}."
+        )
+    if a.dtype not in (np.int32, np.int64):
+        # int8/16 and uint8/16 fit int32; uint32/64 (bounded above) fit int64
+        a = a.astype(np.int32 if a.dtype.itemsize < 4 else np.int64)
+    return np.ascontiguousarray(a)
+
+
+def _check_bounds(indices, bound, what, shape):
+    """ValueError naming the first entry of ``indices`` outside [0, bound)."""
+    if indices.shape[0] == 0:
+        return
+    lo, hi = _index_range(indices)
+    if lo < 0 or hi >= bound:
+        k = int(np.flatnonzero((indices < 0) | (indices >= bound))[0])
+        raise ValueError(
+            f"{MALFORMED}{what} index {int(indices[k])} (entry {k}) is outside "
+            f"[0, {bound}) for shape {shape}. Were its arrays changed after it "
+            "was built?"
+        )
+
+
+def check_sparse_structure(X):
+    """Check that the arrays of the scipy sparse matrix ``X`` describe a
+    matrix of its shape; return it, ready for scipy's conversions and for the
+    kernels, or raise ``ValueError("Malformed sparse matrix X: ...")``.
+
+    CSR/CSC/BSR: ``indptr`` of length n_rows + 1 (columns for CSC, block
+    rows for BSR), starting at 0, non-decreasing, ending at the number of
+    stored entries; ``indices`` and ``data`` of that length; every index in
+    [0, n_columns).  COO: row and column of every entry within the shape.
+    Any other format is converted to COO (by scipy code that only copies),
+    checked, and returned as CSR.
+
+    O(nnz) integer scans and no copy when X is valid with int32/int64
+    contiguous arrays.  Strided or narrow-integer arrays are accepted and
+    returned as a new matrix of the same class with contiguous
+    int32/int64 arrays (the caller's object is not modified).
     """
+    fmt = X.format
+    if fmt == "coo":
+        _check_coo(X)
+        return X
+    if fmt not in _COMPRESSED:
+        try:
+            X = X.tocoo()
+        except (ValueError, IndexError, TypeError) as exc:  # scipy's own checks
+            raise ValueError(f"{MALFORMED}{exc}") from exc
+        _check_coo(X)
+        return X.tocsr()
+    n_rows, n_cols = X.shape
+    if fmt == "csc":
+        n_major, n_minor, what = n_cols, n_rows, "row"
+    elif fmt == "bsr":
+        R, C = X.blocksize
+        n_major, n_minor, what = n_rows // R, n_cols // C, "block column"
+    else:
+        n_major, n_minor, what = n_rows, n_cols, "column"
+    data = np.asarray(X.data)
+    indices = _as_index_array(X.indices, "indices", n_minor)
+    indptr = _as_index_array(X.indptr, "indptr", np.iinfo(np.int64).max)
+    nnz = indices.shape[0]
+    if indptr.shape[0] != n_major + 1:
+        raise ValueError(
+            f"{MALFORMED}indptr has length {indptr.shape[0]}; a {fmt.upper()} "
+            f"matrix of shape {X.shape} needs {n_major + 1}."
+        )
+    if indptr[0] != 0:
+        raise ValueError(f"{MALFORMED}indptr starts at {int(indptr[0])}, not 0.")
+    bad = _first_decrease(indptr)
+    if bad >= 0:
+        raise ValueError(
+            f"{MALFORMED}indptr decreases at entry {bad} ({int(indptr[bad - 1])} "
+            f"then {int(indptr[bad])})."
+        )
+    if indptr[n_major] != nnz:
+        raise ValueError(
+            f"{MALFORMED}indptr ends at {int(indptr[n_major])} but there are "
+            f"{nnz} indices."
+        )
+    data_shape = (nnz,) if fmt != "bsr" else (nnz, R, C)
+    if data.shape != data_shape:
+        raise ValueError(
+            f"{MALFORMED}data has shape {data.shape}; {nnz} stored entries need "
+            f"{data_shape}."
+        )
+    _check_bounds(indices, n_minor, what, X.shape)
+    if (indices is X.indices and indptr is X.indptr and data is X.data
+            and data.flags.c_contiguous):
+        return X
+    data = np.ascontiguousarray(data)
+    if indices.dtype != indptr.dtype:
+        indices = indices.astype(np.int64)
+        indptr = indptr.astype(np.int64)
+    if fmt == "bsr":
+        return type(X)((data, indices, indptr), shape=X.shape, blocksize=X.blocksize)
+    return type(X)((data, indices, indptr), shape=X.shape)
+
+
+def _check_coo(X):
+    """ValueError unless every stored entry of the COO matrix X lies in its
+    shape and there are as many rows, columns and values."""
+    data = np.asarray(X.data)
+    coords = [_as_index_array(c, name, np.iinfo(np.int64).max)
+              for c, name in ((X.row, "row"), (X.col, "col"))]
+    if data.ndim != 1 or not (data.shape[0] == coords[0].shape[0] == coords[1].shape[0]):
+        raise ValueError(
+            f"{MALFORMED}{data.size} values, {coords[0].shape[0]} row and "
+            f"{coords[1].shape[0]} column indices."
+        )
+    for c, what, bound in zip(coords, ("row", "column"), X.shape):
+        _check_bounds(c, bound, what, X.shape)
+
+
+def max_abs(const floating[::1] values):
+    """Largest magnitude in ``values`` (0 when empty; NaN is not seen: the
+    caller has already refused non-finite input).  One pass, no temporary."""
+    cdef Py_ssize_t k
+    cdef double m = 0.0, v
+    with nogil:
+        for k in range(values.shape[0]):
+            v = fabs(values[k])
+            m = v if v > m else m
+    return m
+
+
+def all_finite(const double[::1] values):
+    """True if no entry of ``values`` is NaN or infinite.  One pass, no
+    temporary (``np.isfinite(a).all()`` would allocate a mask of a's size
+    at every epoch)."""
+    cdef Py_ssize_t k
+    cdef double acc = 0.0
+    with nogil:
+        # x * 0 is 0 for finite x and NaN for NaN or +-inf
+        for k in range(values.shape[0]):
+            acc += values[k] * 0.0
+    return acc == 0.0
+
+
+def as_row_arrays(X):
+    """Return ``(data, indices, indptr, is_dense, n_features)`` views of a
+    validated X: the row description every kernel takes.
+
+    ``X`` must already be CSR (matrix or array) with a checked structure
+    (``check_sparse_structure``) or a 2-D C-contiguous ndarray of
+    float32/float64, as the estimators' validation produces.  A CSR matrix
+    with duplicated entries in a row is summed into a new matrix (the
+    caller's object is left alone); unsorted indices are used as they are.
+    """
+    n_features = X.shape[1]
     if sp.issparse(X):
         indices, indptr = X.indices, X.indptr
         if indptr.dtype != indices.dtype:
@@ -103,16 +291,15 @@ def as_row_arrays(X):
         # has_canonical_format (sorted, no duplicates) is scipy's cheap cached
         # check; only when it fails do we look for duplicates ourselves.
         if not X.has_canonical_format and csr_has_duplicates(
-            indices, indptr, X.shape[1]
+            indices, indptr, n_features
         ):
             X = X.copy()
             X.sum_duplicates()
             return as_row_arrays(X)
-        return X.data, indices, indptr, False
-    n_features = X.shape[1]
+        return X.data, indices, indptr, False, n_features
     index_dtype = np.int32 if n_features < np.iinfo(np.int32).max else np.int64
     # data is a view of X: ravel of a C-contiguous array does not copy.
     data = X.reshape(-1)
     indices = np.arange(n_features, dtype=index_dtype)
     indptr = np.zeros(1, dtype=index_dtype)  # unused for dense rows
-    return data, indices, indptr, True
+    return data, indices, indptr, True, n_features

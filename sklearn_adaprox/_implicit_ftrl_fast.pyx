@@ -32,11 +32,13 @@ for every feature by ``finalize`` at the end of a call.  The global
 where ``<theta_t, z_t> = c_z <theta_t, s>`` and ``||z_t||^2 = c_z^2 ||s||^2``
 come from the row alone.
 """
+import numpy as np
+
 from cython cimport floating
 from libc.math cimport fmax, fmin, sqrt
 from libc.stdint cimport int64_t
 
-from ._dataset cimport data_pointers, get_row, index_t, prefetch_row
+from ._dataset cimport check_pass_input, data_pointers, get_row, index_t, prefetch_row
 from ._loss cimport Loss
 
 cdef enum:
@@ -78,6 +80,8 @@ cdef class ImplicitFTRLProblem:
                  double lam, double gamma, double sq_norm_theta, int64_t t):
         if not lam > 0.0:
             raise ValueError(f"lambda must be > 0, got {lam!r}.")
+        if coef.shape[0] != theta.shape[0]:
+            raise ValueError("theta and coef must have the same length.")
         self.loss = loss
         self.update = UPDATE_CODES[update]
         self.beta = beta
@@ -105,6 +109,7 @@ def run_epoch(ImplicitFTRLProblem problem,
               const index_t[::1] X_indices,
               const index_t[::1] X_indptr,
               bint is_dense,
+              Py_ssize_t n_features,
               const double[::1] y,
               const double[::1] sample_weight,
               const int64_t[::1] order):
@@ -113,11 +118,12 @@ def run_epoch(ImplicitFTRLProblem problem,
     Rows of zero weight are skipped (they are not rounds).  Returns
     ``(sum of h * loss before each step, sum of h)``.
     """
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     problem.theta.shape[0], y.shape[0], sample_weight, order)
     cdef Loss loss = problem.loss
     cdef int update = problem.update
     cdef double inv_beta2 = 1.0 / (problem.beta * problem.beta)
     cdef bint fit_intercept = problem.fit_intercept
-    cdef Py_ssize_t n_features = problem.theta.shape[0]
     cdef double* theta = &problem.theta[0] if n_features > 0 else NULL
     cdef double theta_b = problem.theta_intercept
     cdef double lam = problem.lam
@@ -209,6 +215,9 @@ def run_epoch(ImplicitFTRLProblem problem,
     return sum_loss, sum_weight
 
 
+NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
 def gradient_bound(const floating[::1] X_data,
                    const index_t[::1] X_indices,
                    const index_t[::1] X_indptr,
@@ -232,6 +241,9 @@ def gradient_bound(const floating[::1] X_data,
     cdef const index_t* row_indices
     cdef Py_ssize_t i, k, nnz
     cdef double sq, scale, best = 0.0
+    cdef const int64_t[::1] no_rows = NO_ROWS
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     n_features, y.shape[0], sample_weight, no_rows)
     data_pointers(X_data, X_indices, &data, &indices)
     with nogil:
         for i in range(y.shape[0]):

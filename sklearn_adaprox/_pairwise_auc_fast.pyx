@@ -74,7 +74,7 @@ from cython cimport floating
 from libc.math cimport exp, ldexp, sqrt
 from libc.stdint cimport int64_t
 
-from ._dataset cimport data_pointers, get_row, index_t, prefetch_row
+from ._dataset cimport check_pass_input, data_pointers, get_row, index_t, prefetch_row
 from ._loss cimport Loss
 
 from ._loss import Hinge, Log
@@ -266,6 +266,8 @@ cdef class PairwiseAUCProblem:
     cdef double[::1] b_final        # archived B of expired stamps (index s - k0)
     cdef double[::1] b_final_mant   # P when the stamp expired
     cdef int64_t[::1] b_final_exp
+    # capacities of the call's workspaces: steps, and non-zeros of one row
+    cdef Py_ssize_t max_steps, max_row_nnz
     # per-step scratch
     cdef int64_t[::1] mark
     cdef int64_t[::1] union_idx
@@ -290,6 +292,14 @@ cdef class PairwiseAUCProblem:
                  double[::1] coef_sum=None, int64_t n_averaged=0):
         cdef Py_ssize_t d = coef.shape[0], q, j
         cdef Py_ssize_t cap
+        if (momentum.shape[0] != d or ssq.shape[0] != d
+                or score_stats.shape[0] != 2 or score_stats.shape[1] != 3
+                or prev_values.shape[0] != prev_indices.shape[0]
+                or (prev_indices.shape[0] and not
+                    (0 <= np.min(prev_indices) and np.max(prev_indices) < d))):
+            raise ValueError("The pairwise AUC state arrays do not fit one another.")
+        self.max_steps = n_rows
+        self.max_row_nnz = max_row_nnz
         self.loss = loss
         self.algorithm = ALGORITHM_CODES[algorithm]
         self.coordinate = adaptive == "coordinate" and self.algorithm != OGD
@@ -488,11 +498,24 @@ cdef class PairwiseAUCProblem:
             self.catch_up(j, k)
 
 
+cdef Py_ssize_t longest_row(const index_t[::1] indptr, bint is_dense,
+                            Py_ssize_t n_features, Py_ssize_t n_rows) noexcept nogil:
+    """Largest number of stored entries of one row."""
+    cdef Py_ssize_t i, longest = 0
+    if is_dense:
+        return n_features if n_rows > 0 else 0
+    for i in range(n_rows):
+        if indptr[i + 1] - indptr[i] > longest:
+            longest = indptr[i + 1] - indptr[i]
+    return longest
+
+
 def run_epoch(PairwiseAUCProblem problem,
               const floating[::1] X_data,
               const index_t[::1] X_indices,
               const index_t[::1] X_indptr,
               bint is_dense,
+              Py_ssize_t n_features,
               const double[::1] y,
               const double[::1] sample_weight,
               const int64_t[::1] order):
@@ -502,8 +525,14 @@ def run_epoch(PairwiseAUCProblem problem,
     pairs with different labels, each loss measured before its step, and the
     (indices, values) of the last row used (None if no row had weight).
     """
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     problem.coef.shape[0], y.shape[0], sample_weight, order)
+    # the call's workspaces were sized for at most max_steps rows of at most
+    # max_row_nnz non-zeros
+    if order.shape[0] > problem.max_steps or longest_row(
+            X_indptr, is_dense, n_features, y.shape[0]) > problem.max_row_nnz:
+        raise ValueError("The rows exceed the capacity the problem was built for.")
     cdef Loss loss = problem.loss
-    cdef Py_ssize_t n_features = problem.coef.shape[0]
     cdef double* w = &problem.coef[0]
     cdef double* mom = &problem.momentum[0]
     cdef double* ssq = &problem.ssq[0]

@@ -43,7 +43,7 @@ from cython cimport floating
 from libc.math cimport ceil, copysign, fabs, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int64_t
 
-from ._dataset cimport data_pointers, get_row, index_t, prefetch_row
+from ._dataset cimport check_pass_input, data_pointers, get_row, index_t, prefetch_row
 from ._loss cimport Loss
 
 # Exit step of a coordinate that never leaves the support (l1 == 0).
@@ -265,6 +265,7 @@ def run_epoch(RDAProblem problem,
               const index_t[::1] X_indices,
               const index_t[::1] X_indptr,
               bint is_dense,
+              Py_ssize_t n_features,
               const double[::1] y,
               const double[::1] sample_weight,
               const int64_t[::1] order,
@@ -294,11 +295,16 @@ def run_epoch(RDAProblem problem,
     Returns ``(sum of weight * loss before each step, sum of weights,
     position after the last row processed, switched)``.
     """
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     problem.sum_grad.shape[0], y.shape[0], sample_weight, order)
+    if not 0 <= start <= order.shape[0]:
+        raise ValueError(f"start={start} is outside the order of {order.shape[0]} rows.")
+    if trace is not None and (trace.shape[0] < order.shape[0] or trace.shape[1] < 2):
+        raise ValueError("trace needs a row of two slots per entry of order.")
     cdef Loss loss = problem.loss
     cdef double gamma = problem.gamma
     cdef double l1 = problem.l1
     cdef bint fit_intercept = problem.fit_intercept
-    cdef Py_ssize_t n_features = problem.sum_grad.shape[0]
     cdef double* u = &problem.sum_grad[0] if n_features > 0 else NULL
     cdef int8_t* sign = &problem.sign[0] if n_features > 0 else NULL
     cdef int64_t* heap = &problem.heap[0]

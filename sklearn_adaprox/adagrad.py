@@ -457,8 +457,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             self.intercept_ = self.class_intercept_[1:] - self.class_intercept_[:1]
 
     def _run_epoch(self, k, rows, y, sample_weight, order):
-        X_data, X_indices, X_indptr, is_dense = rows
-        data = (X_data, X_indices, X_indptr, is_dense, y, sample_weight, order)
+        data = (*rows, y, sample_weight, order)
         if self.multi_class == "multinomial":
             return self._run_multinomial_epoch(data)
         if self.matrix == "full":

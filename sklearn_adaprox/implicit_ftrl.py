@@ -30,6 +30,9 @@ class _ImplicitFTRLMixin:
         "G": [Interval(Real, 0, None, closed="neither"), None],
     }
 
+    # NaN until the first call with a non-zero weight fixes G (see Notes)
+    _nan_allowed_state = ("G_", "lambda_")
+
     def _make_loss(self):
         return make_loss(self.loss, epsilon=getattr(self, "epsilon", None))
 
@@ -51,8 +54,7 @@ class _ImplicitFTRLMixin:
         self.average_loss_ = np.nan
 
     def _estimate_G(self, rows, y, sample_weight):
-        X_data, X_indices, X_indptr, is_dense = rows
-        n_features = self.theta_.shape[-1]
+        X_data, X_indices, X_indptr, is_dense, n_features = rows
         lipschitz = _lipschitz(self.loss, getattr(self, "epsilon", None))
         G = gradient_bound(
             X_data, X_indices, X_indptr, is_dense, n_features, self.fit_intercept,
@@ -83,10 +85,7 @@ class _ImplicitFTRLMixin:
             self.sq_norm_theta_[k],
             self.t_,
         )
-        X_data, X_indices, X_indptr, is_dense = rows
-        sum_loss, sum_weight = run_epoch(
-            problem, X_data, X_indices, X_indptr, is_dense, y, sample_weight, order
-        )
+        sum_loss, sum_weight = run_epoch(problem, *rows, y, sample_weight, order)
         self.intercept_theta_[k] = problem.theta_intercept
         self.intercept_[k] = problem.intercept
         self.lambda_[k] = problem.lam

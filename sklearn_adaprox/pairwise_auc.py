@@ -264,8 +264,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         self.progressive_auc_ = np.nan
 
     def _run_epoch(self, k, rows, y, sample_weight, order):
-        X_data, X_indices, X_indptr, is_dense = rows
-        n_features = self.coef_.shape[1]
+        X_data, X_indices, X_indptr, is_dense, n_features = rows
         if is_dense:
             max_row_nnz = n_features
         else:
@@ -294,9 +293,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             self.coef_sum_[0] if self.average else None,
             int(self.averaged_steps_),
         )
-        sum_loss, sum_weight, last = run_epoch(
-            problem, X_data, X_indices, X_indptr, is_dense, y, sample_weight, order
-        )
+        sum_loss, sum_weight, last = run_epoch(problem, *rows, y, sample_weight, order)
         self.total_sq_gradient_[0] = problem.v
         self.averaged_steps_ = int(problem.n_averaged)
         if self.average and self.averaged_steps_ > 0:

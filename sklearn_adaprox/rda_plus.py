@@ -533,6 +533,9 @@ reservoir_weight_ : ndarray
     (True, True)
     """
 
+    # NaN for a problem no call has measured yet
+    _nan_allowed_state = ("optimality_",)
+
     _parameter_constraints: dict = {
         **BaseOnlineLinearClassifier._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -843,7 +846,7 @@ reservoir_weight_ : ndarray
 
     # ------------------------------------------------------------------
     def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
-        X, y_index, sample_weight, all_classes, first_call = self._validate_atomically(
+        X, y_index, sample_weight, all_classes, first_call = self._validate_input(
             X, y, sample_weight, classes, partial
         )
         clock = time.perf_counter()
@@ -896,6 +899,7 @@ reservoir_weight_ : ndarray
             )
         converged = self._converged
         del self._converged
+        self._check_finite_state("this call" if partial else "fit")
         n_epochs = max(len(r) for r in results)
         for e in range(n_epochs):
             parts = [r[e] for r in results if len(r) > e]

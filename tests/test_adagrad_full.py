@@ -31,10 +31,10 @@ def _full(X, y, sample_weight, *, loss, update, eta, delta, l2, fit_intercept,
         w, u, G = (np.array(a, dtype=np.float64) for a in state)
     if order is None:
         order = np.arange(X.shape[0])
-    data, indices, indptr, is_dense = as_row_arrays(X)
+    data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     sum_loss, sum_weight = run_epoch_full(
         make_loss(loss), update, eta, delta, l2, fit_intercept, w, u, G, t,
-        data, indices, indptr, is_dense, np.asarray(y, dtype=np.float64),
+        data, indices, indptr, is_dense, n_features, np.asarray(y, dtype=np.float64),
         np.asarray(sample_weight, dtype=np.float64),
         np.asarray(order, dtype=np.int64),
     )
@@ -181,8 +181,8 @@ def test_one_hot_rows_reduce_to_diagonal_adagrad(update, l2, delta, loss):
     coef, sum_grad, sum_sq_grad = np.zeros(d), np.zeros(d), np.zeros(d)
     problem = AdaGradProblem(make_loss(loss), update, eta, delta, 0.0, l2, False,
                              coef, sum_grad, sum_sq_grad, 0.0, 0.0, 0.0, 0)
-    data, indices, indptr, is_dense = as_row_arrays(X)
-    diag_loss, diag_weight = run_epoch(problem, data, indices, indptr, is_dense, y,
+    data, indices, indptr, is_dense, n_features = as_row_arrays(X)
+    diag_loss, diag_weight = run_epoch(problem, data, indices, indptr, is_dense, n_features, y,
                                        sample_weight, np.arange(n, dtype=np.int64))
 
     assert_array_equal(G, np.diag(np.diag(G)))
@@ -215,7 +215,7 @@ def test_full_matrix_beats_diagonal_on_correlated_features(update):
     X, y = _correlated_stream(0)
     n, d = X.shape
     ones, order = np.ones(n), np.arange(n, dtype=np.int64)
-    data, indices, indptr, is_dense = as_row_arrays(X)
+    data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     etas = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0]
     full, diag = [], []
     for eta in etas:
@@ -226,7 +226,7 @@ def test_full_matrix_beats_diagonal_on_correlated_features(update):
         problem = AdaGradProblem(make_loss("log_loss"), update, eta, 1e-3, 0.0, 0.0,
                                  True, np.zeros(d), np.zeros(d), np.zeros(d),
                                  0.0, 0.0, 0.0, 0)
-        sum_loss, sum_weight = run_epoch(problem, data, indices, indptr, is_dense,
+        sum_loss, sum_weight = run_epoch(problem, data, indices, indptr, is_dense, n_features,
                                          y, ones, order)
         diag.append(sum_loss / sum_weight)
     # the best of each is inside the grid, not at its edge
@@ -252,11 +252,11 @@ def test_invalid_arguments(correlated_problem):
     params = dict(loss="hinge", eta=0.5, delta=0.1, l2=0.0, fit_intercept=True)
     with pytest.raises(ValueError, match="update"):
         _full(X, y, sample_weight, update="ftrl_proximal", **params)
-    data, indices, indptr, is_dense = as_row_arrays(X)
+    data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     with pytest.raises(ValueError, match="G"):
         run_epoch_full(make_loss("hinge"), "dual_averaging", 0.5, 0.1, 0.0, True,
                        np.zeros(7), np.zeros(7), np.zeros((6, 6)), 0, data, indices,
-                       indptr, is_dense, y, sample_weight,
+                       indptr, is_dense, n_features, y, sample_weight,
                        np.arange(40, dtype=np.int64))
 
 

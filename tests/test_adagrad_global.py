@@ -60,11 +60,11 @@ def _run(X, y, sample_weight, order, state, *, loss, update, penalty, eta=ETA,
     """One kernel call on rows X[order], updating ``state`` in place;
     returns (state with the new t, sum_loss, sum_weight)."""
     coef, u, ssq, intercept_state, t = state
-    data, indices, indptr, is_dense = as_row_arrays(X)
+    data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     order = np.asarray(order, dtype=np.int64)
     sum_loss, sum_weight = run_epoch_global(
         make_loss(loss), update, penalty, eta, delta, strength, fit_intercept,
-        coef, u, ssq, intercept_state, t, data, indices, indptr, is_dense,
+        coef, u, ssq, intercept_state, t, data, indices, indptr, is_dense, n_features,
         y, sample_weight, order,
     )
     t += int(np.count_nonzero(sample_weight[order]))
@@ -156,8 +156,8 @@ def _diagonal_kernel(X, y, sample_weight, order, *, loss, update, delta,
     coef, u, ssq = np.zeros(d), np.zeros(d), np.zeros(d)
     problem = AdaGradProblem(make_loss(loss), update, ETA, delta, 0.0, 0.0,
                              fit_intercept, coef, u, ssq, 0.0, 0.0, 0.0, 0)
-    data, indices, indptr, is_dense = as_row_arrays(X)
-    sum_loss, sum_weight = run_epoch(problem, data, indices, indptr, is_dense, y,
+    data, indices, indptr, is_dense, n_features = as_row_arrays(X)
+    sum_loss, sum_weight = run_epoch(problem, data, indices, indptr, is_dense, n_features, y,
                                      sample_weight, np.asarray(order, dtype=np.int64))
     intercept = [problem.intercept, problem.intercept_sum_grad,
                  problem.intercept_sum_sq_grad]

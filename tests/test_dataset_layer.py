@@ -13,7 +13,7 @@ def test_csr_is_not_copied(dtype, container, index_dtype):
     X = container(sp.random(50, 30, density=0.2, random_state=0, dtype=dtype))
     X.indices = X.indices.astype(index_dtype)
     X.indptr = X.indptr.astype(index_dtype)
-    data, indices, indptr, is_dense = as_row_arrays(X)
+    data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     assert not is_dense
     assert data is X.data and indices is X.indices and indptr is X.indptr
 
@@ -22,7 +22,7 @@ def test_csr_is_not_copied(dtype, container, index_dtype):
 def test_dense_is_a_view(dtype):
     X = np.random.RandomState(0).rand(40, 7).astype(dtype)
     X.flags.writeable = False
-    data, indices, indptr, is_dense = as_row_arrays(X)
+    data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     assert is_dense and np.shares_memory(data, X)
     assert data.dtype == dtype
     np.testing.assert_array_equal(indices, np.arange(7))
@@ -33,7 +33,7 @@ def test_unsorted_rows_are_used_as_they_are():
     X.indices[:2] = X.indices[:2][::-1]
     X.data[:2] = X.data[:2][::-1]
     X.has_sorted_indices = False
-    data, indices, _, _ = as_row_arrays(X)
+    data, indices, _, _, _ = as_row_arrays(X)
     assert indices is X.indices
 
 
@@ -41,7 +41,7 @@ def test_duplicates_are_summed_into_a_new_matrix():
     X = sp.csr_matrix((np.array([1.0, 2.0, 5.0]), np.array([1, 1, 0]),
                        np.array([0, 2, 3])), shape=(2, 3))
     assert csr_has_duplicates(X.indices, X.indptr, 3)
-    data, indices, indptr, _ = as_row_arrays(X)
+    data, indices, indptr, _, _ = as_row_arrays(X)
     np.testing.assert_array_equal(
         sp.csr_matrix((data, indices, indptr), shape=(2, 3)).toarray(),
         [[0.0, 3.0, 0.0], [5.0, 0.0, 0.0]],

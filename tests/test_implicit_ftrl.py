@@ -156,7 +156,7 @@ def _one_step(loss_name, update, theta, theta_b, lam, row, y, h, beta=1.0):
         make_loss(loss_name, epsilon=EPSILON.get(loss_name)), update, beta, True,
         theta, coef, theta_b, lam, 0.0, float(theta @ theta + theta_b**2), 0)
     run_epoch(problem, row.copy(), np.arange(row.size, dtype=np.int32),
-              np.zeros(1, dtype=np.int32), True, np.array([y]), np.array([h]),
+              np.zeros(1, dtype=np.int32), True, row.size, np.array([y]), np.array([h]),
               np.zeros(1, dtype=np.int64))
     return np.r_[theta, problem.theta_intercept]
 

@@ -1,0 +1,368 @@
+"""The engine's defences: sparse structure checked before anything reads it,
+every call all or nothing, values whose squares overflow refused, a
+non-finite state never published.  (Hostile inputs run in subprocesses, in
+test_hostile_inputs.py; these are the in-process unit tests.)"""
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_adaprox import (
+    AdaGradClassifier,
+    ImplicitFTRLClassifier,
+    ImplicitFTRLRegressor,
+    PairwiseAUCClassifier,
+    RDAPlusClassifier,
+)
+from sklearn_adaprox._adagrad_fast import AdaGradProblem, run_epoch
+from sklearn_adaprox._dataset import (
+    all_finite,
+    as_row_arrays,
+    check_sparse_structure,
+    max_abs,
+)
+from sklearn_adaprox._loss import make_loss
+
+ESTIMATORS = [
+    AdaGradClassifier(random_state=0),
+    AdaGradClassifier(update="mirror_descent", random_state=0),
+    AdaGradClassifier(multi_class="multinomial", random_state=0),
+    RDAPlusClassifier(random_state=0),
+    PairwiseAUCClassifier(random_state=0),
+    ImplicitFTRLClassifier(random_state=0),
+    ImplicitFTRLRegressor(random_state=0),
+]
+IDS = [repr(e) for e in ESTIMATORS]
+
+
+def _data(n=60, d=8, seed=0):
+    rng = np.random.RandomState(seed)
+    X = sp.random(n, d, density=0.4, random_state=rng, format="csr")
+    y = np.where(X @ rng.randn(d) > 0.05, 1, -1)
+    y[:2] = [1, -1]
+    return X, y
+
+
+def _copy(X):
+    return sp.csr_matrix((X.data.copy(), X.indices.copy(), X.indptr.copy()),
+                         shape=X.shape)
+
+
+def _fitted(est, X, y):
+    from sklearn.base import clone
+    est = clone(est)
+    return est.fit(X, y.astype(float) if isinstance(est, ImplicitFTRLRegressor) else y)
+
+
+# -- the structure check -------------------------------------------------------
+def _malformed():
+    X, _ = _data()
+    cases = {}
+    A = _copy(X)
+    A.indices[5] = X.shape[1]
+    cases["index equal to n_features"] = A
+    A = _copy(X)
+    A.indices[0] = -1
+    cases["negative index"] = A
+    A = _copy(X)
+    A.indptr = A.indptr[:-3]
+    cases["truncated indptr"] = A
+    A = _copy(X)
+    A.indptr[3], A.indptr[4] = A.indptr[4] + 1, A.indptr[3]
+    cases["non-monotone indptr"] = A
+    A = _copy(X)
+    A.indptr = A.indptr + 1
+    cases["indptr not starting at 0"] = A
+    A = _copy(X)
+    A.data = A.data[:-1]
+    cases["data shorter than indices"] = A
+    A = _copy(X)
+    A.indices = A.indices[:-2]
+    cases["indices shorter than indptr says"] = A
+    A = _copy(X)
+    A.indices = A.indices.astype(np.float64)
+    cases["float indices"] = A
+    A = _copy(X)
+    A.indices = A.indices.astype(np.uint64)
+    A.indices[1] = np.uint64(2**63 + 3)
+    cases["uint64 index beyond int64"] = A
+    A = _copy(X)
+    A.indices = A.indices.astype(np.int64)
+    A.indptr = A.indptr.astype(np.int64)
+    A.indices[2] = 2**32 + 1  # would wrap to 1 if narrowed to int32
+    cases["int64 index wrapping into range"] = A
+    C = X.tocsc()
+    C.indices[0] = X.shape[0]
+    cases["csc row index out of range"] = C
+    O = X.tocoo()
+    O.col[0] = X.shape[1] + 7
+    cases["coo column out of range"] = O
+    return cases
+
+
+@pytest.mark.parametrize("case", list(_malformed()))
+def test_malformed_structure_is_refused(case):
+    with pytest.raises(ValueError, match="Malformed sparse matrix X: "):
+        check_sparse_structure(_malformed()[case])
+
+
+def test_valid_structure_is_not_copied():
+    X, _ = _data()
+    assert check_sparse_structure(X) is X
+
+
+@pytest.mark.parametrize("which", ["data", "indices", "indptr"])
+def test_strided_arrays_are_made_contiguous(which):
+    X, _ = _data()
+    A = _copy(X)
+    setattr(A, which, np.repeat(getattr(A, which), 2)[::2])  # same values, strided
+    assert not getattr(A, which).flags.c_contiguous
+    B = check_sparse_structure(A)
+    assert getattr(B, which).flags.c_contiguous
+    np.testing.assert_array_equal(B.toarray(), X.toarray())
+    assert not getattr(A, which).flags.c_contiguous  # the caller's is untouched
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint16, np.uint32, np.uint64])
+def test_narrow_and_unsigned_indices_are_widened(dtype):
+    X, _ = _data(d=8)
+    A = _copy(X)
+    A.indices = A.indices.astype(dtype)
+    A.indptr = A.indptr.astype(np.int64)
+    B = check_sparse_structure(A)
+    assert B.indices.dtype == B.indptr.dtype and B.indices.dtype in (np.int32, np.int64)
+    np.testing.assert_array_equal(B.toarray(), X.toarray())
+
+
+def test_other_formats_are_checked_through_coo():
+    X, _ = _data()
+    L = X.tolil()
+    L.rows[0] = [X.shape[1] + 2]
+    L.data[0] = [1.0]
+    with pytest.raises(ValueError, match="Malformed sparse matrix X: "):
+        check_sparse_structure(L)
+    np.testing.assert_array_equal(check_sparse_structure(X.todok()).toarray(),
+                                  X.toarray())
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=IDS)
+@pytest.mark.parametrize("method", ["fit", "partial_fit", "decision_function"])
+def test_malformed_input_leaves_the_estimator_as_it_was(est, method):
+    X, y = _data()
+    model = _fitted(est, X, y)
+    before = pickle.dumps(model)
+    for name, A in _malformed().items():
+        if method == "decision_function" and isinstance(model, ImplicitFTRLRegressor):
+            call = lambda: model.predict(A)  # noqa: E731
+        elif method == "decision_function":
+            call = lambda: model.decision_function(A)  # noqa: E731
+        else:
+            target = y.astype(float) if isinstance(model, ImplicitFTRLRegressor) else y
+            call = lambda: getattr(model, method)(A, target)  # noqa: E731
+        with pytest.raises(ValueError, match="Malformed sparse matrix X: "):
+            call()
+        assert pickle.dumps(model) == before, name
+
+
+# -- the kernels defend themselves ----------------------------------------------
+def test_kernel_refuses_state_narrower_than_X():
+    X, y = _data()
+    rows = as_row_arrays(X)
+    d = X.shape[1] - 1  # a state one feature short
+    problem = AdaGradProblem(make_loss("hinge"), "dual_averaging", 1.0, 1e-6, 0.0,
+                             0.0, True, np.zeros(d), np.zeros(d), np.zeros(d),
+                             0.0, 0.0, 0.0, 0)
+    order = np.arange(X.shape[0], dtype=np.int64)
+    with pytest.raises(ValueError, match="fitted state has 7 features but X has 8"):
+        run_epoch(problem, *rows, y.astype(float), np.ones(X.shape[0]), order)
+
+
+def test_kernel_refuses_rows_outside_X():
+    X, y = _data()
+    d = X.shape[1]
+    problem = AdaGradProblem(make_loss("hinge"), "dual_averaging", 1.0, 1e-6, 0.0,
+                             0.0, True, np.zeros(d), np.zeros(d), np.zeros(d),
+                             0.0, 0.0, 0.0, 0)
+    order = np.array([0, X.shape[0]], dtype=np.int64)
+    with pytest.raises(ValueError, match="Row order names row 60 of 60"):
+        run_epoch(problem, *as_row_arrays(X), y.astype(float), np.ones(X.shape[0]),
+                  order)
+    with pytest.raises(ValueError, match="sample weights for"):
+        run_epoch(problem, *as_row_arrays(X), y.astype(float), np.ones(3),
+                  order[:1])
+
+
+# -- every call is all or nothing ------------------------------------------------
+@pytest.mark.parametrize("est", ESTIMATORS, ids=IDS)
+def test_a_failing_pass_restores_the_state(est, monkeypatch):
+    """A non-finite value appearing in the state during a pass: the call
+    raises (naming the epoch and the attribute) and the model is as before."""
+    X, y = _data()
+    model = _fitted(est, X, y)
+    before = pickle.dumps(model)
+    target = y.astype(float) if isinstance(model, ImplicitFTRLRegressor) else y
+    # RDA+ runs its own loop of passes and local phases per problem
+    step = "_solve_problem" if isinstance(model, RDAPlusClassifier) else "_run_epoch"
+    original = getattr(type(model), step)
+
+    def poisoned(self, k, *args):
+        result = original(self, k, *args)
+        self.coef_.flat[0] = np.inf
+        return result
+
+    monkeypatch.setattr(type(model), step, poisoned)
+    for call in (lambda: model.partial_fit(X, target),
+                 lambda: model.set_params(warm_start=True).fit(X, target),
+                 lambda: model.set_params(warm_start=False).fit(X, target)):
+        with pytest.raises(ValueError, match="Floating-point overflow in .*coef_"):
+            call()
+        model.set_params(warm_start=False)
+        assert pickle.dumps(model) == before
+
+
+def test_a_memory_error_after_validation_leaves_the_model(monkeypatch):
+    X, y = _data()
+    model = AdaGradClassifier(random_state=0).fit(X, y)
+    before = pickle.dumps(model)
+
+    def out_of_memory(self, n_problems, n_features):
+        self.coef_ = np.zeros((n_problems, n_features))
+        raise MemoryError
+
+    monkeypatch.setattr(AdaGradClassifier, "_init_state", out_of_memory)
+    wide = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], 3 * 10**9))
+    with pytest.raises(MemoryError):
+        model.fit(wide, y)
+    assert pickle.dumps(model) == before
+    assert model.n_features_in_ == X.shape[1]
+
+
+def test_a_rejected_refit_keeps_the_fitted_model():
+    X, y = _data()
+    model = AdaGradClassifier(random_state=0).fit(X, y)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError):
+        model.fit(X, np.zeros(X.shape[0]))  # one class
+    with pytest.raises(ValueError):
+        model.fit(X, y, sample_weight=np.zeros(X.shape[0]))
+    assert pickle.dumps(model) == before
+
+
+def test_a_random_state_instance_is_rewound_on_failure():
+    X, y = _data()
+    rng = np.random.RandomState(7)
+    model = AdaGradClassifier(random_state=rng, max_iter=3, tol=None)
+    with pytest.raises(ValueError):
+        model.fit(X, y, sample_weight=-np.ones(X.shape[0]))
+    assert rng.randint(10**9) == np.random.RandomState(7).randint(10**9)
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=IDS)
+def test_partial_fit_continues_a_model_loaded_read_only(est, tmp_path):
+    X, y = _data()
+    target = y.astype(float) if isinstance(est, ImplicitFTRLRegressor) else y
+    model = _fitted(est, X, y)
+    path = tmp_path / "model.joblib"
+    joblib.dump(model, path)
+    loaded = joblib.load(path, mmap_mode="r")
+    expected = pickle.loads(pickle.dumps(model)).partial_fit(X, target)
+    loaded.partial_fit(X, target)
+    np.testing.assert_array_equal(loaded.coef_, expected.coef_)
+    assert loaded.t_ == expected.t_ and loaded.n_iter_ == expected.n_iter_
+
+
+# -- values ----------------------------------------------------------------------
+@pytest.mark.parametrize("class_weight", [{-1: -1.0, 1: 1.0}, {-1: np.nan, 1: 1.0},
+                                          {-1: np.inf, 1: 1.0}, {-1: "a", 1: 1.0}])
+def test_invalid_class_weights_are_refused(class_weight):
+    X, y = _data()
+    with pytest.raises(ValueError, match="class_weight values must be finite"):
+        AdaGradClassifier(class_weight=class_weight).fit(X, y)
+
+
+def test_all_zero_combined_weights_are_an_error_in_fit():
+    X, y = _data()
+    with pytest.raises(ValueError, match="at least one non-zero"):
+        AdaGradClassifier(class_weight={-1: 0.0, 1: 0.0}).fit(X, y)
+    sample_weight = (y == 1).astype(float)  # only positives weigh ...
+    with pytest.raises(ValueError, match="at least one non-zero"):
+        AdaGradClassifier(class_weight={-1: 1.0, 1: 0.0}).fit(  # ... and count 0
+            X, y, sample_weight=sample_weight)
+
+
+@pytest.mark.parametrize("where", ["X", "sample_weight", "y"])
+def test_values_whose_squares_overflow_are_refused(where):
+    X, y = _data()
+    X, target, sample_weight = X.toarray(), y.astype(float), np.ones(X.shape[0])
+    {"X": X, "sample_weight": sample_weight, "y": target}[where][3] = 1e150
+    est = ImplicitFTRLRegressor() if where == "y" else AdaGradClassifier()
+    with pytest.raises(ValueError, match=f"{where} holds values of magnitude 1e\\+150"):
+        est.fit(X, target if where == "y" else y, sample_weight=sample_weight)
+
+
+def test_products_of_large_inputs_are_refused():
+    X, y = _data()
+    X = X.toarray() * 1e80
+    with pytest.raises(ValueError, match="multiply to"):
+        AdaGradClassifier().fit(X, y, sample_weight=np.full(X.shape[0], 1e80))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("est", ESTIMATORS, ids=IDS)
+def test_large_but_safe_values_are_learnt(est):
+    """The same problem with X scaled by 1e100: a finite model that fits the
+    training rows about as well as at scale 1."""
+    X, y = _data()
+    small, large = _fitted(est, X, y), _fitted(est, X * 1e100, y)
+    assert np.all(np.isfinite(large.coef_)) and np.any(large.coef_)
+    if isinstance(est, ImplicitFTRLRegressor):
+        assert np.all(np.isfinite(large.predict(X * 1e100)))
+    else:
+        assert large.score(X * 1e100, y) >= small.score(X, y) - 0.1
+
+
+def test_data_layer_reductions():
+    values = np.array([0.5, -3.0, 2.0])
+    assert max_abs(values) == 3.0 and max_abs(values.astype(np.float32)) == 3.0
+    assert max_abs(np.zeros(0)) == 0.0
+    assert all_finite(values) and all_finite(np.zeros(0))
+    for bad in (np.nan, np.inf, -np.inf):
+        assert not all_finite(np.r_[values, bad])
+
+
+RACE = """
+import sys, threading
+import numpy as np, scipy.sparse as sp
+from sklearn_adaprox import {name}
+est = {name}()
+rng = np.random.RandomState(0)
+wide = sp.random(200, 40, density=0.3, random_state=rng, format="csr")
+narrow = sp.random(200, 5, density=0.5, random_state=rng, format="csr")
+y = np.arange(200) % 2
+errors = []
+def run(X):
+    for _ in range(30):
+        try:
+            est.partial_fit(X, y, classes=[0, 1])
+            est.decision_function(X)
+        except ValueError as exc:  # a race must end in an exception
+            errors.append(str(exc))
+threads = [threading.Thread(target=run, args=(X,)) for X in (wide, narrow, wide)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(len(errors))
+"""
+
+
+@pytest.mark.parametrize("name", ["AdaGradClassifier", "PairwiseAUCClassifier",
+                                  "ImplicitFTRLClassifier", "RDAPlusClassifier"])
+def test_one_estimator_raced_by_threads_raises_instead_of_crashing(name):
+    """Two widths streamed into one estimator from three threads: calls
+    fail with a ValueError (width mismatch), never with a crash."""
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, "-c", RACE.format(name=name)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
