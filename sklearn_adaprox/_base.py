@@ -25,6 +25,7 @@ every pass, and publishes the new state only when it returns.  After any
 exception the estimator is exactly what it was before the call.
 """
 import copy
+import os
 import time
 import warnings
 from numbers import Integral, Real
@@ -46,7 +47,6 @@ from ._dataset import (
     all_finite,
     as_row_arrays,
     check_sparse_structure,
-    max_abs,
     shuffled_order,
 )
 
@@ -70,15 +70,27 @@ def check_structure(X):
     return check_sparse_structure(X) if sp.issparse(X) else X
 
 
-def check_scale(X, sample_weight, y=None):
-    """ValueError naming the input whose magnitude would make the squared
-    gradients overflow (see ``SCALE_LIMIT``); O(nnz), no temporary."""
+def check_values(estimator, X, sample_weight, y=None):
+    """scikit-learn's finiteness check of X (``validate_data`` is called
+    with ``ensure_all_finite=False``) and the overflow check, in one pass.
+
+    The product of the largest |x|, sample weight and (regression) |y| must
+    stay below ``SCALE_LIMIT``.  Weights and targets are one per row; for X,
+    its sum of squares (one BLAS pass, no temporary) bounds every |x|: when
+    it is finite and below the square of the limit the weights leave, every
+    value is finite and small enough.  Only otherwise are the values looked
+    at one by one, to name what is wrong.
+    """
     values = X.data if sp.issparse(X) else X.reshape(-1)
-    scales = {"X": max_abs(values) if values.shape[0] else 0.0,
-              "sample_weight": float(sample_weight.max(initial=0.0))}
+    factors = {"sample_weight": float(sample_weight.max(initial=0.0))}
     if y is not None:
-        scales["y"] = max_abs(y) if y.shape[0] else 0.0
-    product = 1.0
+        factors["y"] = float(np.abs(y).max(initial=0.0))
+    others = float(np.prod([max(v, 1.0) for v in factors.values()]))
+    if others < SCALE_LIMIT and float(values @ values) < (SCALE_LIMIT / others) ** 2:
+        return
+    check_array(values, ensure_2d=False, dtype=None, input_name="X",
+                estimator=estimator)  # NaN or infinity: scikit-learn's message
+    scales = {"X": float(np.abs(values).max(initial=0.0)), **factors}
     for name, value in scales.items():
         if value >= SCALE_LIMIT:
             raise ValueError(
@@ -86,7 +98,7 @@ def check_scale(X, sample_weight, y=None):
                 f"gradients would overflow (limit {SCALE_LIMIT:.0e}). Scale "
                 f"{name} (e.g. StandardScaler or MaxAbsScaler for X)."
             )
-        product *= max(value, 1.0)
+    product = float(np.prod([max(v, 1.0) for v in scales.values()]))
     if product >= SCALE_LIMIT:
         names = " times ".join(f"{n} ({v:.3g})" for n, v in scales.items())
         raise ValueError(
@@ -205,10 +217,31 @@ class BaseOnlineLinearModel(BaseEstimator):
             self.t_ = 0
             self.loss_curve_ = []
             self._init_state(n_problems, n_features)
-        else:
+        self._check_state_fits_in_memory()
+        if not first_call:
             self._copy_fitted_state()
         if not partial:
             self.loss_curve_ = []
+
+    def _check_state_fits_in_memory(self):
+        """MemoryError if the fitted arrays, twice over (this call's copy or
+        the kernels' workspaces), exceed the machine's physical memory.
+        NumPy maps zeros lazily, so an X of billions of columns gets its
+        state "allocated" and the process is then killed by the operating
+        system when the first pass writes it; this refuses it instead."""
+        try:
+            physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # not a POSIX system
+            return
+        state = sum(value.nbytes for name, value in self.__dict__.items()
+                    if name.endswith("_") and isinstance(value, np.ndarray))
+        if 2 * state > physical:
+            raise MemoryError(
+                f"The fitted state of {self.n_features_in_} features needs "
+                f"{2 * state / 2**30:.1f} GiB with its working copy; this "
+                f"machine has {physical / 2**30:.1f} GiB. Reduce n_features "
+                "(e.g. HashingVectorizer(n_features=2**20))."
+            )
 
     def _copy_fitted_state(self):
         """Replace every fitted array and container by a private, writable
@@ -405,6 +438,7 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
             dtype=[np.float64, np.float32],
             order="C",
             reset=first_call,
+            ensure_all_finite=False,  # check_values below
         )
         check_classification_targets(y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
@@ -459,7 +493,7 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
                 "The sample weights (times the class weights) must contain at "
                 "least one non-zero number."
             )
-        check_scale(X, sample_weight)
+        check_values(self, X, sample_weight)
         self._check_options(X.shape[1], all_classes.shape[0], first_call)
         return X, y_index, sample_weight, all_classes, first_call
 
@@ -577,12 +611,13 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
             order="C",
             reset=first_call,
             y_numeric=True,
+            ensure_all_finite=False,  # check_values below
         )
         y = np.ascontiguousarray(y, dtype=np.float64)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
         if not partial and not np.any(sample_weight):
             raise ValueError("Sample weights must contain at least one non-zero number.")
-        check_scale(X, sample_weight, y)
+        check_values(self, X, sample_weight, y)
         return X, y, sample_weight, first_call
 
     def _fit_or_partial_fit(self, X, y, sample_weight, partial):

@@ -15,8 +15,7 @@ memoryviews.
 import numpy as np
 import scipy.sparse as sp
 
-from libc.math cimport fabs
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 MALFORMED = "Malformed sparse matrix X: "
 # Formats whose index arrays check_sparse_structure reads directly; any other
@@ -106,16 +105,39 @@ def _first_decrease(const index_t[::1] indptr):
     return found
 
 
-def _index_range(const index_t[::1] indices):
-    """(min, max) of a non-empty index array, in one vectorisable pass."""
-    cdef Py_ssize_t k
-    cdef index_t lo = indices[0], hi = indices[0], v
+def _scan_indices(const index_t[::1] indices, const index_t[::1] indptr,
+                  Py_ssize_t bound):
+    """``(entries outside [0, bound), descents inside rows)`` of a compressed
+    matrix whose indptr is already checked.  A descent is an index not
+    greater than the one before it in the same row: none means every row is
+    sorted without duplicates (scipy's canonical format).
+
+    One branch-free pass over all of ``indices`` (it vectorises: a negative
+    index wraps to a huge unsigned one, so one comparison tests both ends),
+    then the descents counted across row boundaries are taken back, one
+    comparison per row.  With ``indptr=None``: the entries outside only."""
+    cdef Py_ssize_t k, i, r, nnz = indices.shape[0], outside = 0, descents = 0
+    cdef Py_ssize_t n_rows = indptr.shape[0] - 1 if indptr is not None else 0
+    cdef uint64_t limit = <uint64_t> bound
+    if nnz == 0:
+        return 0, 0
     with nogil:
-        for k in range(1, indices.shape[0]):
-            v = indices[k]
-            lo = v if v < lo else lo
-            hi = v if v > hi else hi
-    return int(lo), int(hi)
+        if index_t is int32_t:
+            # int32: the unsigned comparison stays 32 bits wide (SSE2 has it)
+            for k in range(1, nnz):
+                outside += <uint32_t> indices[k] >= <uint32_t> limit
+                descents += indices[k] <= indices[k - 1]
+        else:
+            for k in range(1, nnz):
+                outside += <uint64_t> indices[k] >= limit
+                descents += indices[k] <= indices[k - 1]
+        outside += <uint64_t> <int64_t> indices[0] >= limit
+        # a row boundary r (0 < r < nnz) after a non-empty row: not a descent
+        for i in range(1, n_rows):
+            r = indptr[i]
+            if indptr[i - 1] < r < nnz:
+                descents -= indices[r] <= indices[r - 1]
+    return outside, descents
 
 
 def _as_index_array(a, name, bound):
@@ -138,12 +160,12 @@ def _as_index_array(a, name, bound):
     return np.ascontiguousarray(a)
 
 
-def _check_bounds(indices, bound, what, shape):
-    """ValueError naming the first entry of ``indices`` outside [0, bound)."""
-    if indices.shape[0] == 0:
-        return
-    lo, hi = _index_range(indices)
-    if lo < 0 or hi >= bound:
+def _check_bounds(indices, bound, what, shape, outside=None):
+    """ValueError naming the first entry of ``indices`` outside [0, bound)
+    (``outside``: their number, when already counted)."""
+    if outside is None:
+        outside = _scan_indices(indices, None, bound)[0]
+    if outside:
         k = int(np.flatnonzero((indices < 0) | (indices >= bound))[0])
         raise ValueError(
             f"{MALFORMED}{what} index {int(indices[k])} (entry {k}) is outside "
@@ -216,17 +238,22 @@ def check_sparse_structure(X):
             f"{MALFORMED}data has shape {data.shape}; {nnz} stored entries need "
             f"{data_shape}."
         )
-    _check_bounds(indices, n_minor, what, X.shape)
-    if (indices is X.indices and indptr is X.indptr and data is X.data
-            and data.flags.c_contiguous):
-        return X
-    data = np.ascontiguousarray(data)
     if indices.dtype != indptr.dtype:
-        indices = indices.astype(np.int64)
-        indptr = indptr.astype(np.int64)
-    if fmt == "bsr":
-        return type(X)((data, indices, indptr), shape=X.shape, blocksize=X.blocksize)
-    return type(X)((data, indices, indptr), shape=X.shape)
+        indices, indptr = indices.astype(np.int64), indptr.astype(np.int64)
+    outside, descents = _scan_indices(indices, indptr, n_minor)
+    _check_bounds(indices, n_minor, what, X.shape, outside)
+    if not (indices is X.indices and indptr is X.indptr and data is X.data
+            and data.flags.c_contiguous):
+        data = np.ascontiguousarray(data)
+        if fmt == "bsr":
+            X = type(X)((data, indices, indptr), shape=X.shape, blocksize=X.blocksize)
+        else:
+            X = type(X)((data, indices, indptr), shape=X.shape)
+    # What the scan found, in place of scipy's cached flag, which goes stale
+    # when an index array is changed after it was computed (as_row_arrays
+    # reads it to decide whether rows may hold duplicates).
+    X.has_canonical_format = descents == 0
+    return X
 
 
 def _check_coo(X):
@@ -242,18 +269,6 @@ def _check_coo(X):
         )
     for c, what, bound in zip(coords, ("row", "column"), X.shape):
         _check_bounds(c, bound, what, X.shape)
-
-
-def max_abs(const floating[::1] values):
-    """Largest magnitude in ``values`` (0 when empty; NaN is not seen: the
-    caller has already refused non-finite input).  One pass, no temporary."""
-    cdef Py_ssize_t k
-    cdef double m = 0.0, v
-    with nogil:
-        for k in range(values.shape[0]):
-            v = fabs(values[k])
-            m = v if v > m else m
-    return m
 
 
 def all_finite(const double[::1] values):
@@ -288,8 +303,9 @@ def as_row_arrays(X):
             dtype = np.result_type(indices.dtype, indptr.dtype)
             indices = indices.astype(dtype, copy=False)
             indptr = indptr.astype(dtype, copy=False)
-        # has_canonical_format (sorted, no duplicates) is scipy's cheap cached
-        # check; only when it fails do we look for duplicates ourselves.
+        # has_canonical_format (sorted, no duplicates) was set by
+        # check_sparse_structure's scan (or is scipy's own check of a matrix
+        # it built); only when it fails do we look for duplicates ourselves.
         if not X.has_canonical_format and csr_has_duplicates(
             indices, indptr, n_features
         ):

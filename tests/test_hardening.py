@@ -21,7 +21,7 @@ from sklearn_adaprox._dataset import (
     all_finite,
     as_row_arrays,
     check_sparse_structure,
-    max_abs,
+    _scan_indices,
 )
 from sklearn_adaprox._loss import make_loss
 
@@ -300,6 +300,10 @@ def test_values_whose_squares_overflow_are_refused(where):
     est = ImplicitFTRLRegressor() if where == "y" else AdaGradClassifier()
     with pytest.raises(ValueError, match=f"{where} holds values of magnitude 1e\\+150"):
         est.fit(X, target if where == "y" else y, sample_weight=sample_weight)
+    if where == "X":  # and the NaN of a row is scikit-learn's error, as before
+        X[3] = np.nan
+        with pytest.raises(ValueError, match="Input X contains NaN"):
+            est.fit(X, y)
 
 
 def test_products_of_large_inputs_are_refused():
@@ -325,8 +329,14 @@ def test_large_but_safe_values_are_learnt(est):
 
 def test_data_layer_reductions():
     values = np.array([0.5, -3.0, 2.0])
-    assert max_abs(values) == 3.0 and max_abs(values.astype(np.float32)) == 3.0
-    assert max_abs(np.zeros(0)) == 0.0
+    indptr = np.array([0, 3, 3, 5])  # an empty row in the middle
+    assert _scan_indices(np.array([0, 2, 5, 1, 4]), indptr, 6) == (0, 0)
+    assert _scan_indices(np.array([0, 2, 2, 1, 4]), indptr, 6) == (0, 1)  # duplicate
+    assert _scan_indices(np.array([0, 2, 5, 4, 1]), indptr, 6) == (0, 1)  # unsorted
+    assert _scan_indices(np.array([-1, 2, 6, 1, 4]), indptr, 6) == (2, 0)
+    for dtype in (np.int32, np.int64):
+        indices = np.array([3, 1, -2, 7], dtype=dtype)
+        assert _scan_indices(indices, np.array([0, 4], dtype=dtype), 7) == (2, 2)
     assert all_finite(values) and all_finite(np.zeros(0))
     for bad in (np.nan, np.inf, -np.inf):
         assert not all_finite(np.r_[values, bad])
