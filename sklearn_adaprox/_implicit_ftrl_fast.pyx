@@ -227,12 +227,18 @@ def gradient_bound(const floating[::1] X_data,
                    const double[::1] y,
                    const double[::1] sample_weight,
                    double lipschitz,
-                   bint use_target):
+                   bint use_target,
+                   double radius):
     """``max_i h_i * L_i * ||s_i||`` over the rows (the default ``G``).
 
-    ``L_i = lipschitz`` for a Lipschitz loss; with ``use_target`` (squared
-    error, not Lipschitz) ``L_i = |y_i|``, the size of the derivative at the
-    starting point ``w = 0``.  No copy of X, O(nnz).
+    ``L_i = lipschitz`` for a Lipschitz loss.  With ``use_target`` (squared
+    error, not Lipschitz: ``|l'(y, p)| = |p - y|`` has no bound) ``L_i`` bounds
+    ``|l'|`` on the ball ``||w|| <= radius`` (``radius = beta``), where
+    ``|<w, s_i> - y_i| <= |y_i| + radius ||s_i||``.  Then
+    ``G / beta >= h_i ||s_i||^2``, the curvature of the row's loss, so no
+    linear or look-ahead step overshoots its target.
+    Accumulated in double whatever the dtype of X, so that float32 and float64
+    copies of the same values give the same G.  No copy of X, O(nnz).
     """
     cdef const floating* data = NULL
     cdef const index_t* indices = NULL
@@ -240,22 +246,27 @@ def gradient_bound(const floating[::1] X_data,
     cdef const floating* row_data
     cdef const index_t* row_indices
     cdef Py_ssize_t i, k, nnz
-    cdef double sq, scale, best = 0.0
+    cdef double v, norm, sq, scale, best = 0.0
     cdef const int64_t[::1] no_rows = NO_ROWS
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
                      n_features, y.shape[0], sample_weight, no_rows)
     data_pointers(X_data, X_indices, &data, &indices)
     with nogil:
         for i in range(y.shape[0]):
-            scale = sample_weight[i] * (fabs_(y[i]) if use_target else lipschitz)
-            if scale == 0.0:
+            if sample_weight[i] == 0.0:
                 continue
             nnz = get_row(data, indices, indptr, is_dense, n_features, i,
                           &row_data, &row_indices)
             sq = 1.0 if fit_intercept else 0.0
             for k in range(nnz):
-                sq += row_data[k] * row_data[k]
-            best = fmax(best, scale * sqrt(sq))
+                v = row_data[k]
+                sq += v * v
+            norm = sqrt(sq)
+            if use_target:
+                scale = sample_weight[i] * (fabs_(y[i]) + radius * norm)
+            else:
+                scale = sample_weight[i] * lipschitz
+            best = fmax(best, scale * norm)
     return best
 
 

@@ -59,7 +59,7 @@ class _ImplicitFTRLMixin:
         G = gradient_bound(
             X_data, X_indices, X_indptr, is_dense, n_features, self.fit_intercept,
             y, sample_weight, 1.0 if lipschitz is None else lipschitz,
-            lipschitz is None,
+            lipschitz is None, float(self.beta),
         )
         return G if G > 0 else 1.0
 
@@ -151,10 +151,14 @@ _DOC_PARAMS = """
         call's rows (``s_i`` the row plus the constant 1 of the intercept,
         ``h_i`` the sample weight, ``L = sup_p |l'(y_i, p)|``: 1 for hinge,
         log, absolute and epsilon-insensitive losses, ``epsilon`` for Huber;
-        for the squared error, not Lipschitz, ``L = |y_i|``, the size of the
-        derivative at the starting point w = 0).  It is then fixed (``G_``)
-        for the life of the model: later chunks, epochs and warm starts do
-        not change it.  If the estimate is 0 (only zero rows), 1 is used.
+        for the squared error, whose derivative ``p - y`` has no bound,
+        ``L = |y_i| + beta ||s_i||``, its bound on the ball ``||w|| <= beta``).
+        For the squared error this makes ``lambda >= h_i ||s_i||^2``, the
+        curvature of every row's loss, so no step overshoots its target.
+        The estimate is accumulated in float64 whatever the dtype of X.  It
+        is then fixed (``G_``) for the life of the model: later chunks,
+        epochs and warm starts do not change it.  If the estimate is 0 (only
+        zero rows), 1 is used.
     fit_intercept : bool, default=True
         Learn an intercept, as the weight of a constant-1 feature.  Like every
         other coordinate it is governed by the regulariser (which is the step
@@ -232,10 +236,22 @@ _DOC_NOTES = """
     "truncated" and "proximal" are the same update (the truncated linear
     model is the loss itself).
 
-    **fit / partial_fit.** Chunks fed to ``partial_fit`` in order give the
-    model of one ``fit`` epoch with ``shuffle=False`` on their concatenation
-    (as long as ``G`` is given or the first chunk holds the row that
-    attains the estimate), and pickling between chunks changes nothing.
+    **Divergence.** The Lipschitz losses move theta by at most
+    ``h L ||s||`` per step, and "proximal" and "truncated" never overshoot a
+    target, so these stay finite.  The squared error with "linear" or
+    "twostep" can diverge on rows whose ``h ||s||^2`` exceeds ``lambda``;
+    with ``G=None`` that cannot happen on the rows of the call that fixed
+    ``G`` (so never in a ``fit`` without ``warm_start``), only when ``G`` is
+    given below ``beta * max h ||s||^2`` or when a later ``partial_fit``
+    chunk or warm-started ``fit`` holds heavier rows.  A pass that produces a
+    non-finite state raises a ``ValueError`` and leaves the model as it was.
+
+    **fit / partial_fit.** Chunks fed to ``partial_fit`` in order give, bit
+    for bit, the model of one ``fit`` epoch with ``shuffle=False`` on their
+    concatenation when ``G`` is given; with ``G=None``, exactly when the
+    first chunk with a non-zero weight gives the same estimate as all the
+    rows (it holds a row attaining ``max_i h_i L_i ||s_i||``).  Pickling
+    between chunks changes nothing.
 
     References
     ----------

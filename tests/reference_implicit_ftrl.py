@@ -142,12 +142,18 @@ def implicit_ftrl_reference(X, y, sample_weight, *, loss, update, beta, G,
     )
 
 
-def gradient_bound_reference(X, y, sample_weight, *, loss, fit_intercept, epsilon=None):
-    """The documented default G: max_i h_i L_i ||s_i||."""
+def gradient_bound_reference(X, y, sample_weight, *, loss, fit_intercept, beta,
+                             epsilon=None):
+    """The documented default G: max_i h_i L_i ||s_i||.
+
+    L_i bounds |l'(y_i, <w, s_i>)|: the Lipschitz constant of a Lipschitz
+    loss; for the squared error, |<w, s_i> - y_i| over the ball ||w|| <= beta,
+    i.e. |y_i| + beta ||s_i|| (Cauchy-Schwarz).
+    """
     X = np.asarray(X, dtype=np.float64)
     norms = np.sqrt((X**2).sum(axis=1) + (1.0 if fit_intercept else 0.0))
     if loss == "squared_error":
-        L = np.abs(y)
+        L = np.abs(y) + beta * norms
     elif loss == "huber":
         L = np.full(len(y), epsilon)
     else:

@@ -1,13 +1,16 @@
 """ImplicitFTRLRegressor / ImplicitFTRLClassifier against their NumPy
 transcription (tests/reference_implicit_ftrl.py), and their own promises."""
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
-from sklearn.datasets import load_diabetes
+from sklearn.datasets import load_diabetes, load_svmlight_file, make_regression
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from reference_implicit_ftrl import (
@@ -51,16 +54,18 @@ def _row(a):
 
 
 # 1. kernel == NumPy transcription, all four updates ----------------------
-# With beta = 30, "linear" and "twostep" on the unbounded regression losses
-# make the iterates explode: a round-off difference in one gamma_t (a
-# difference of two large losses) then grows to ~1e-9 within 100 steps.  The
-# kernel and the reference still agree to ~1e-14 on lambda, but not to 1e-10
-# on exploding weights, so that regime is checked at beta <= 3 only.
+# With beta = 30, "linear" on the Huber loss keeps overshooting inside the
+# quadratic zone (G = epsilon ||s|| leaves lambda below the curvature
+# h ||s||^2 there) and bounces between the two sides of the targets: a
+# round-off difference in one gamma_t then grows to ~1e-9 within 100 steps.
+# The kernel and the reference still agree to ~1e-14 on lambda, but not to
+# 1e-10 on the weights, so that case is checked at beta <= 3 only.  (The
+# squared error's G keeps lambda above its curvature: no such regime.)
 KERNEL_CASES = [
     (loss, update, beta)
     for loss, update, beta in itertools.product(
         CLF_LOSSES + REG_LOSSES, UPDATES, [0.3, 3.0, 30.0])
-    if not (beta > 10 and update in ("linear", "twostep") and loss in REG_LOSSES)
+    if not (beta > 10 and update == "linear" and loss == "huber")
 ]
 
 
@@ -74,7 +79,7 @@ def test_kernel_matches_numpy_transcription(problem, loss, update, fit_intercept
     if not weighted:
         sample_weight = np.ones_like(sample_weight)
     est = _estimator(loss, update=update, beta=beta, fit_intercept=fit_intercept)
-    G = gradient_bound_reference(X, y, sample_weight, loss=loss,
+    G = gradient_bound_reference(X, y, sample_weight, loss=loss, beta=beta,
                                  fit_intercept=fit_intercept, epsilon=EPSILON.get(loss))
     ref = implicit_ftrl_reference(X, y, sample_weight, loss=loss, update=update,
                                   beta=beta, G=G, fit_intercept=fit_intercept,
@@ -138,7 +143,7 @@ def test_multiclass_is_one_vs_rest(problem):
     for k in range(3):
         y_k = np.where(y == k, 1.0, -1.0)
         G = gradient_bound_reference(X, y_k, sample_weight, loss="log_loss",
-                                     fit_intercept=True)
+                                     fit_intercept=True, beta=3.0)
         ref = implicit_ftrl_reference(X, y_k, sample_weight, loss="log_loss",
                                       update="truncated", beta=3.0, G=G,
                                       fit_intercept=True)
@@ -239,7 +244,7 @@ def test_G_is_estimated_once_and_then_fixed(problem):
     assert np.isnan(reg.G_[0])  # nothing learnt yet, G not fixed
     reg.partial_fit(X[:50], target[:50])
     G = gradient_bound_reference(X[:50], target[:50], np.ones(50),
-                                 loss="squared_error", fit_intercept=True)
+                                 loss="squared_error", fit_intercept=True, beta=1.0)
     assert_allclose(reg.G_[0], G, rtol=1e-14)
     reg.partial_fit(10 * X[50:], 10 * target[50:])  # far larger gradients
     assert_allclose(reg.G_[0], G, rtol=1e-14)
@@ -254,7 +259,7 @@ def test_chunks_equal_one_pass_at_the_estimated_G(problem):
     X, y_pm, _, sample_weight = problem
     whole = _estimator("log_loss").fit(X, y_pm, sample_weight=sample_weight)
     G = gradient_bound_reference(X, y_pm, sample_weight, loss="log_loss",
-                                 fit_intercept=True)
+                                 fit_intercept=True, beta=1.0)
     first = int(np.argmax(sample_weight * np.sqrt((X**2).sum(axis=1) + 1)))
     for params, bounds in (({"G": whole.G_[0]}, [0, 5, 60, 150]),
                            ({}, [0, first + 1, 100, 150])):
@@ -391,3 +396,161 @@ def test_regressor_learns_diabetes():
         reg = ImplicitFTRLRegressor(update=update, beta=10.0, random_state=0,
                                     max_iter=20, tol=None).fit(X, y)
         assert reg.score(X, y) > 0.45, update
+
+
+# 6. finite models on ordinary data; precision; chunks ------------------------
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+REGRESSION_SETS = {"housing": 13, "cadata_sklearn": 8, "cpusmall": 12,
+                   "abalone_scale": 8}
+
+
+def _r2_against_ridge(X, y, update, beta):
+    """Test R^2 of 20 epochs of the squared error, and of Ridge, 75/25 split."""
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    scaler = StandardScaler().fit(X_train)
+    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    reg = ImplicitFTRLRegressor(update=update, beta=beta, max_iter=20, tol=None,
+                                random_state=0).fit(X_train, y_train)
+    assert np.all(np.isfinite(reg.coef_)) and np.isfinite(reg.intercept_[0])
+    assert np.all(np.isfinite(reg.loss_curve_))
+    ridge = Ridge(alpha=1e-3).fit(X_train, y_train)
+    return reg.score(X_test, y_test), ridge.score(X_test, y_test)
+
+
+@pytest.mark.parametrize("update", UPDATES)
+@pytest.mark.parametrize("beta", [1.0, 1e3])
+def test_squared_error_learns_small_targets(update, beta):
+    """Standardised features, target of order 1e-3.  The estimate of G used
+    to be max |y| ||s|| (the gradient at w = 0): lambda_1 = G / beta was about
+    1e-3 ||s||^2, the first "linear" / "twostep" step overshot its target
+    ~1000-fold, every gamma_t was negative (clipped to 0), lambda never grew
+    and the model went to inf, then NaN.  G bounds the gradient on the ball
+    ||w|| <= beta instead, so lambda >= h ||s||^2 and no step overshoots."""
+    X, y = make_regression(n_samples=1000, n_features=20, noise=1.0, random_state=0)
+    X_diabetes, y_diabetes = load_diabetes(return_X_y=True)
+    for X, y in ((X, y), (X_diabetes, y_diabetes)):
+        r2, ridge = _r2_against_ridge(X, 1e-3 * y / np.std(y), update, beta)
+        assert r2 > 0.9 * ridge, (r2, ridge)
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data")
+@pytest.mark.parametrize("name", sorted(REGRESSION_SETS))
+@pytest.mark.parametrize("scale, beta", [(1e-3, 1.0), (1.0, 100.0)])
+def test_squared_error_learns_real_regression_sets(name, scale, beta):
+    """Every update, targets scaled by 1e-3 at the default beta and raw
+    targets (of order 1-100) at beta = 100: a finite model within 15% of
+    Ridge's test R^2.  Before the fix of G, "linear" and "twostep" returned
+    NaN or an R^2 below -1 in 9 of these 16 settings."""
+    X, y = load_svmlight_file(str(SHARED_DATA / f"{name}.svm.gz"),
+                              n_features=REGRESSION_SETS[name], zero_based=False)
+    for update in UPDATES:
+        r2, ridge = _r2_against_ridge(X.toarray(), scale * y, update, beta)
+        assert r2 > 0.85 * ridge, (update, r2, ridge)
+
+
+@pytest.mark.parametrize("update", UPDATES)
+def test_lambda_stays_above_the_curvature_of_every_row(problem, update):
+    """The documented consequence of G for the squared error: with G=None,
+    lambda_t >= h ||s||^2 for every row of the call that fixed G, at every
+    beta, hence linear steps never overshoot (k = h ||s||^2 / lambda <= 1)."""
+    X, _, target, sample_weight = problem
+    curvature = np.max(sample_weight * ((X**2).sum(axis=1) + 1.0))
+    for beta in (1e-2, 1.0, 1e4):
+        reg = _estimator("squared_error", update=update, beta=beta, max_iter=3,
+                         shuffle=True, random_state=0)
+        reg.fit(1e-3 * X, target, sample_weight=sample_weight)  # tiny rows
+        assert reg.G_[0] / beta >= np.max(
+            sample_weight * ((1e-6 * X**2).sum(axis=1) + 1.0))
+        reg.fit(X, 1e-4 * target, sample_weight=sample_weight)  # tiny targets
+        assert reg.G_[0] / beta >= curvature
+        assert np.all(np.isfinite(reg.coef_))
+        assert reg.average_loss_ < 0.5 * np.average(0.5 * (1e-4 * target) ** 2,
+                                                    weights=sample_weight)
+
+
+_MODEL = ("coef_", "intercept_", "theta_", "intercept_theta_", "lambda_",
+          "gamma_", "G_", "sq_norm_theta_", "t_")
+
+
+def _assert_same_model(a, b):
+    for name in _MODEL:
+        assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@pytest.mark.parametrize("loss", CLF_LOSSES + REG_LOSSES)
+@pytest.mark.parametrize("update", UPDATES)
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_float32_and_float64_copies_give_the_same_model(problem, loss, update,
+                                                        layout):
+    """X in float32 and the same values in float64: bit-identical models
+    (G and every step are computed in double)."""
+    X, y_pm, target, sample_weight = problem
+    y = y_pm if loss in CLF_LOSSES else target
+    X32 = (X * 1.37).astype(np.float32)
+    X64 = X32.astype(np.float64)
+    # the test can fail: squares rounded in float32 are not the float64 ones
+    assert np.any((X32 * X32).astype(np.float64) != X64 * X64)
+    convert = sp.csr_matrix if layout == "csr" else np.asarray
+    models = [
+        _estimator(loss, update=update, beta=3.0, max_iter=2, shuffle=True,
+                   random_state=0).fit(convert(X_in), y, sample_weight=sample_weight)
+        for X_in in (X32, X64)
+    ]
+    assert convert(X32).dtype == np.float32
+    _assert_same_model(*models)
+    assert models[0].average_loss_ == models[1].average_loss_
+
+
+CHUNK_CASES = [("hinge", "proximal"), ("log_loss", "twostep"),
+               ("squared_error", "linear"), ("squared_error", "proximal"),
+               ("absolute_error", "truncated"), ("huber", "twostep")]
+
+
+@pytest.mark.parametrize("loss, update", CHUNK_CASES)
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_chunks_equal_one_pass_exactly_when_the_first_chunk_fixes_the_same_G(
+        problem, loss, update, layout):
+    """The contract's statement, tested as stated: partial_fit over chunks
+    gives the one-pass model (fit, max_iter=1, shuffle=False) bit for bit
+    when G is given; with G=None, exactly when the first chunk with a
+    non-zero weight gives the same estimate of G as all the rows, i.e. holds
+    a row attaining max_i h_i L_i ||s_i||.  Otherwise G_ differs and so does
+    the model."""
+    X, y_pm, target, sample_weight = problem
+    y = y_pm if loss in CLF_LOSSES else target
+    weights = sample_weight.copy()
+    weights[:3] = 0.0  # the first chunk, [0, 3), does not fix G
+    convert = sp.csr_matrix if layout == "csr" else np.asarray
+    kwargs = {"classes": [-1, 1]} if loss in CLF_LOSSES else {}
+
+    def chunked(bounds, **params):
+        est = _estimator(loss, update=update, beta=2.0, **params)
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            est.partial_fit(convert(X[lo:hi]), y[lo:hi], sample_weight=weights[lo:hi],
+                            **kwargs)
+        return est
+
+    def one_pass(**params):
+        return _estimator(loss, update=update, beta=2.0, **params).fit(
+            convert(X), y, sample_weight=weights)
+
+    def G_of(rows):
+        return gradient_bound_reference(X[rows], y[rows], weights[rows], loss=loss,
+                                        fit_intercept=True, beta=2.0,
+                                        epsilon=EPSILON.get(loss))
+
+    # G given: wherever the chunks are cut
+    whole = one_pass(G=1.7)
+    for bounds in ([0, 1, 2, 3, 4, 150], [0, 3, 40, 41, 97, 150]):
+        _assert_same_model(chunked(bounds, G=1.7), whole)
+    # G estimated: the first chunk of non-zero weight is [3, cut)
+    whole = one_pass()
+    G = G_of(slice(None))
+    top = next(k for k in range(4, 151) if G_of(slice(3, k)) == G)  # attains G
+    assert top > 4  # so that the counter-example below exists
+    for cut in (top, top + 20, 150):
+        _assert_same_model(chunked([0, 3, cut, 150] if cut < 150 else [0, 3, 150]),
+                           whole)
+    smaller = chunked([0, 3, top - 1, 150])
+    assert smaller.G_[0] == G_of(slice(3, top - 1)) < whole.G_[0]
+    assert np.any(_row(smaller.coef_) != _row(whole.coef_))
