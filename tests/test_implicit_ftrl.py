@@ -440,7 +440,7 @@ def test_squared_error_learns_real_regression_sets(name, scale, beta):
     """Every update, targets scaled by 1e-3 at the default beta and raw
     targets (of order 1-100) at beta = 100: a finite model within 15% of
     Ridge's test R^2.  Before the fix of G, "linear" and "twostep" returned
-    NaN or an R^2 below -1 in 9 of these 16 settings."""
+    NaN (6) or an R^2 below -1 (6) in 12 of these 16 settings."""
     X, y = load_svmlight_file(str(SHARED_DATA / f"{name}.svm.gz"),
                               n_features=REGRESSION_SETS[name], zero_based=False)
     for update in UPDATES:
