@@ -68,8 +68,14 @@ class _ImplicitFTRLMixin:
             if not np.any(sample_weight):
                 return 0.0, 0.0  # nothing to learn from, G not fixed yet
             G = self._estimate_G(rows, y, sample_weight) if self.G is None else self.G
+            lambda_1 = G / self.beta
+            if not 0.0 < lambda_1 < np.inf:
+                raise ValueError(
+                    f"lambda_1 = G / beta = {G!r} / {self.beta!r} is not a positive "
+                    "finite number; choose G and beta of reasonable sizes."
+                )
             self.G_[k] = G
-            self.lambda_[k] = G / self.beta
+            self.lambda_[k] = lambda_1
         theta = self.theta_ if self.theta_.ndim == 1 else self.theta_[k]
         coef = self.coef_ if self.coef_.ndim == 1 else self.coef_[k]
         problem = ImplicitFTRLProblem(
@@ -94,6 +100,18 @@ class _ImplicitFTRLMixin:
         self.cumulative_loss_[k] += sum_loss
         self.cumulative_weight_[k] += sum_weight
         return sum_loss, sum_weight
+
+    def _check_finite_state(self, when):
+        """The shared check exempts G_ and lambda_ (NaN until G is fixed);
+        once G is fixed, lambda_ must be finite too (an infinite lambda
+        would publish an all-zero coef_ that the shared check lets pass)."""
+        super()._check_finite_state(when)
+        if not np.all(np.isfinite(self.lambda_[~np.isnan(self.G_)])):
+            raise ValueError(
+                f"Floating-point overflow in {when}: lambda_ holds non-finite "
+                "values. The estimator was left as it was before this call. "
+                "Scaling the input or a larger beta might help."
+            )
 
     def _update_average_loss(self):
         weight = self.cumulative_weight_[0]

@@ -1,6 +1,7 @@
 """ImplicitFTRLRegressor / ImplicitFTRLClassifier against their NumPy
 transcription (tests/reference_implicit_ftrl.py), and their own promises."""
 import itertools
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -554,3 +555,50 @@ def test_chunks_equal_one_pass_exactly_when_the_first_chunk_fixes_the_same_G(
     smaller = chunked([0, 3, top - 1, 150])
     assert smaller.G_[0] == G_of(slice(3, top - 1)) < whole.G_[0]
     assert np.any(_row(smaller.coef_) != _row(whole.coef_))
+
+
+@pytest.mark.parametrize("update", ["linear", "twostep"])
+def test_divergent_squared_error_raises_and_leaves_the_model_as_it_was(update):
+    """The documented ways to diverge (squared error, "linear" or "twostep",
+    rows with h ||s||^2 > lambda): G given below beta * max h ||s||^2, or a
+    later chunk heavier than the one that fixed G.  The call raises a
+    ValueError and the estimator is unchanged; "truncated" and "proximal"
+    stay finite on the same streams."""
+    X, y = make_regression(n_samples=300, n_features=20, noise=1.0, random_state=0)
+    X, y = StandardScaler().fit_transform(X), y / np.std(y)
+    reg = ImplicitFTRLRegressor(update=update, G=1.0, max_iter=5, tol=None)
+    with pytest.raises(ValueError, match="non-finite"):
+        reg.fit(X, y)
+    assert not hasattr(reg, "coef_")
+    reg = ImplicitFTRLRegressor(update=update).partial_fit(0.1 * X[:150], y[:150])
+    before = pickle.dumps(reg)
+    with pytest.raises(ValueError, match="non-finite"):
+        reg.partial_fit(10 * X[150:], y[150:])
+    assert pickle.dumps(reg) == before
+    for safe in ("truncated", "proximal"):
+        ImplicitFTRLRegressor(update=safe, G=1.0, max_iter=5, tol=None).fit(X, y)
+        ok = ImplicitFTRLRegressor(update=safe).partial_fit(0.1 * X[:150], y[:150])
+        ok.partial_fit(10 * X[150:], y[150:])
+        assert np.all(np.isfinite(ok.coef_))
+
+
+def test_an_infinite_lambda_is_not_published(problem):
+    """G_ and lambda_ are exempt from the shared finite-state check while G
+    is not fixed (NaN); once it is, an infinite lambda_ (which would make
+    coef_ = theta_ / lambda_ all zero, hence finite) is refused too."""
+    X, _, target, _ = problem
+    reg = _estimator("squared_error", update="linear")
+    reg.partial_fit(X[:10], target[:10], sample_weight=np.zeros(10))
+    reg._check_finite_state("a call")  # NaN G_ and lambda_: G not fixed yet
+    reg.partial_fit(X, target)
+    reg.lambda_[0] = np.inf
+    with pytest.raises(ValueError, match="lambda_ holds non-finite"):
+        reg._check_finite_state("a call")
+
+
+def test_lambda_1_out_of_range_is_a_clear_error(problem):
+    X, _, target, _ = problem
+    reg = _estimator("squared_error", G=1e-300, beta=1e300)
+    with pytest.raises(ValueError, match="lambda_1 = G / beta"):
+        reg.fit(X, target)
+    assert not hasattr(reg, "coef_")
