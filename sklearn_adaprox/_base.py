@@ -44,7 +44,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._dataset import (
-    all_finite,
     as_row_arrays,
     check_sparse_structure,
     shuffled_order,
@@ -62,6 +61,19 @@ PROBABILISTIC_LOSSES = ("log_loss", "modified_huber")
 SCALE_LIMIT = 1e140
 
 
+def all_finite(values):
+    """True if no entry of the array is NaN or infinite.  A finite sum
+    proves it (NaN and infinities propagate through a sum) in one pass
+    without a temporary; only a sum that overflows or is not finite is
+    followed by the exact test, in blocks so that no mask of the array's
+    size is allocated."""
+    if np.isfinite(values.sum()):
+        return True
+    flat = values.reshape(-1)
+    return all(np.isfinite(flat[lo:lo + 65536]).all()
+               for lo in range(0, flat.shape[0], 65536))
+
+
 def check_structure(X):
     """X with its sparse structure checked (see ``check_sparse_structure``):
     before scikit-learn's validation or any scipy routine reads the index
@@ -76,7 +88,7 @@ def check_values(estimator, X, sample_weight, y=None):
 
     The product of the largest |x|, sample weight and (regression) |y| must
     stay below ``SCALE_LIMIT``.  Weights and targets are one per row; for X,
-    its sum of squares (one BLAS pass, no temporary) bounds every |x|: when
+    its sum of squares (one pass, no temporary) bounds every |x|: when
     it is finite and below the square of the limit the weights leave, every
     value is finite and small enough.  Only otherwise are the values looked
     at one by one, to name what is wrong.
@@ -86,7 +98,11 @@ def check_values(estimator, X, sample_weight, y=None):
     if y is not None:
         factors["y"] = float(np.abs(y).max(initial=0.0))
     others = float(np.prod([max(v, 1.0) for v in factors.values()]))
-    if others < SCALE_LIMIT and float(values @ values) < (SCALE_LIMIT / others) ** 2:
+    # einsum, not a BLAS dot: one thread, no thread pool to wake (a dot of a
+    # small chunk took milliseconds instead of microseconds on a busy
+    # machine)
+    if (others < SCALE_LIMIT
+            and float(np.einsum("i,i->", values, values)) < (SCALE_LIMIT / others) ** 2):
         return
     check_array(values, ensure_2d=False, dtype=None, input_name="X",
                 estimator=estimator)  # NaN or infinity: scikit-learn's message
@@ -200,6 +216,8 @@ class BaseOnlineLinearModel(BaseEstimator):
         saved = self.__dict__
         rng = getattr(self, "random_state", None)
         rng_state = rng.get_state() if isinstance(rng, np.random.RandomState) else None
+        curve = saved.get("loss_curve_")
+        curve_length = len(curve) if isinstance(curve, list) else 0
         self.__dict__ = dict(saved)
         try:
             return call(*args)
@@ -207,6 +225,8 @@ class BaseOnlineLinearModel(BaseEstimator):
             self.__dict__ = saved
             if rng_state is not None:
                 rng.set_state(rng_state)
+            if isinstance(curve, list):  # see _copy_fitted_state
+                del curve[curve_length:]
             raise
 
     def _start_state(self, first_call, partial, n_problems, n_features):
@@ -248,9 +268,12 @@ class BaseOnlineLinearModel(BaseEstimator):
         copy: the kernels' in-place updates then reach the estimator only
         if the call succeeds, and a state loaded read-only (e.g.
         ``joblib.load(..., mmap_mode="r")``) can be continued.  O(size of
-        the state), once per call."""
+        the state), once per call.  ``loss_curve_`` grows by one entry per
+        call and is never changed otherwise: copying it would make a long
+        stream of calls quadratic, so a failed call's entries are removed
+        from it instead (``_transaction``)."""
         for name, value in list(self.__dict__.items()):
-            if not name.endswith("_"):
+            if not name.endswith("_") or name == "loss_curve_":
                 continue
             if isinstance(value, np.ndarray):
                 setattr(self, name, np.array(value))  # a plain ndarray copy
@@ -263,7 +286,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         for name, value in self.__dict__.items():
             if (name.endswith("_") and isinstance(value, np.ndarray)
                     and value.dtype == np.float64 and name not in self._nan_allowed_state
-                    and not all_finite(np.ascontiguousarray(value).reshape(-1))):
+                    and not all_finite(value)):
                 raise ValueError(
                     f"Floating-point overflow in {when}: {name} holds non-finite "
                     "values. The estimator was left as it was before this call. "

@@ -271,19 +271,6 @@ def _check_coo(X):
         _check_bounds(c, bound, what, X.shape)
 
 
-def all_finite(const double[::1] values):
-    """True if no entry of ``values`` is NaN or infinite.  One pass, no
-    temporary (``np.isfinite(a).all()`` would allocate a mask of a's size
-    at every epoch)."""
-    cdef Py_ssize_t k
-    cdef double acc = 0.0
-    with nogil:
-        # x * 0 is 0 for finite x and NaN for NaN or +-inf
-        for k in range(values.shape[0]):
-            acc += values[k] * 0.0
-    return acc == 0.0
-
-
 def as_row_arrays(X):
     """Return ``(data, indices, indptr, is_dense, n_features)`` views of a
     validated X: the row description every kernel takes.
