@@ -1,0 +1,516 @@
+"""Learn from files bigger than memory: chunked readers and a streaming driver.
+
+Readers (each is an iterable of chunks; one ``for`` loop is one pass over
+its files):
+
+* :class:`SvmlightStream`: svmlight / LIBSVM files, plain or gzip, bz2, xz
+  compressed, parsed by compiled code into CSR chunks of ``chunk_size`` rows
+  with a fixed ``n_features``.  Yields ``(X, y)`` (``(X, y, qid)`` with
+  ``query_id=True``).
+* :class:`JsonLinesStream` and :class:`CsvStream`: a text field / column and
+  a label, turned into CSR by a stateless vectorizer (``HashingVectorizer``
+  by default); :class:`CsvStream` also takes tabular rows through a fitted
+  ``ColumnTransformer``.
+
+Memory is bounded by one read block plus one chunk: a file is never held
+whole.  Several files are given as a list or a glob; ``shuffle=True`` permutes
+the files and the rows within every chunk, from ``random_state`` and the pass
+number only, so pass ``p`` is the same sequence of chunks whenever it is
+read (what an exact resume needs).  ``passes_`` counts the passes begun.
+
+The driver is :func:`fit_stream` (progressive validation, held-out
+evaluation, checkpoints, exact resume, early stopping, a live progress
+table on stderr).
+"""
+import bz2
+import csv
+import glob
+import gzip
+import io
+import json
+import lzma
+import os
+import zlib
+from collections import deque
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._svmlight_reader import parse_block
+
+# Bytes handed to the parser at a time: large enough that the per-block
+# Python overhead is nothing, small enough to be a rounding error in memory.
+BLOCK_SIZE = 1 << 22
+
+_MAGIC = (
+    (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
+    (b"BZh", bz2.BZ2File),
+    (b"\xfd7zXZ\x00", lzma.LZMAFile),
+)
+
+
+def expand_files(files):
+    """A path, a glob or a list of them -> the list of paths (globs sorted)."""
+    if isinstance(files, (str, bytes, os.PathLike)):
+        files = [files]
+    paths = []
+    for f in files:
+        f = os.fspath(f)
+        if glob.has_magic(f):
+            matched = sorted(glob.glob(f))
+            if not matched:
+                raise FileNotFoundError(f"No file matches {f!r}.")
+            paths.extend(matched)
+        else:
+            if not os.path.isfile(f):
+                raise FileNotFoundError(f"No such file: {f!r}.")
+            paths.append(f)
+    if not paths:
+        raise ValueError("No input files given.")
+    return paths
+
+
+class _Source:
+    """One file opened for reading whole-line blocks of bytes, decompressed
+    by its magic number (not its name); counts the raw bytes consumed and
+    turns decompression failures into ValueError naming the file."""
+
+    def __init__(self, path, block_size=BLOCK_SIZE):
+        self.path = path
+        self.block_size = block_size
+        self.raw = open(path, "rb")
+        magic = self.raw.read(6)
+        self.raw.seek(0)
+        self.file = self.raw
+        for prefix, opener in _MAGIC:
+            if magic.startswith(prefix):
+                self.file = opener(self.raw)
+                break
+
+    def close(self):
+        self.file.close()
+        self.raw.close()
+
+    def tell(self):
+        """Raw (compressed) bytes read so far."""
+        try:
+            return self.raw.tell()
+        except (ValueError, OSError):
+            return 0
+
+    def _read(self):
+        try:
+            return self.file.read(self.block_size)
+        except (EOFError, OSError, lzma.LZMAError, zlib.error) as exc:
+            raise ValueError(
+                f"{self.path}: corrupt or truncated compressed file ({exc})."
+            ) from None
+
+    def blocks(self):
+        """Yield ``(buf, end)``: ``buf[:end]`` is whole lines (the file's
+        last line gets its newline); the rest is carried to the next."""
+        tail = b""
+        while True:
+            data = self._read()
+            if not data:
+                if tail.strip():
+                    buf = tail + b"\n"
+                    yield buf, len(buf)
+                return
+            buf = tail + data if tail else data
+            end = buf.rfind(b"\n") + 1
+            if end == 0:  # a line longer than a block: keep reading
+                tail = buf
+                continue
+            yield buf, end
+            tail = buf[end:]
+
+
+class _FileStream:
+    """What the readers share: files, passes, shuffling, progress."""
+
+    def __init__(self, files, chunk_size, shuffle, random_state):
+        self.files = expand_files(files)
+        if int(chunk_size) < 1:
+            raise ValueError(f"chunk_size must be at least 1; got {chunk_size!r}.")
+        self.chunk_size = int(chunk_size)
+        self.shuffle = bool(shuffle)
+        if random_state is None:
+            # drawn once, so that every pass of this object is reproducible
+            random_state = int(np.random.SeedSequence().entropy % (2**32))
+        self.random_state = int(random_state)
+        self.passes_ = 0
+        self.total_bytes = sum(os.path.getsize(f) for f in self.files)
+        self._done_bytes = 0
+        self._source = None
+
+    @property
+    def bytes_read(self):
+        """Raw bytes read in the current pass (for percentage and ETA)."""
+        current = self._source.tell() if self._source is not None else 0
+        return self._done_bytes + current
+
+    def __iter__(self):
+        self.passes_ += 1
+        return self.iter_pass(self.passes_ - 1)
+
+    def iter_pass(self, pass_index):
+        """The chunks of pass ``pass_index`` (0-based), a function of the
+        files, the options and ``random_state`` only."""
+        rng = np.random.default_rng([self.random_state, pass_index])
+        order = rng.permutation(len(self.files)) if self.shuffle else range(len(self.files))
+        self._done_bytes = 0
+        for i in order:
+            path = self.files[i]
+            source = _Source(path)
+            self._source = source
+            try:
+                for chunk in self._file_chunks(source):
+                    if self.shuffle:
+                        perm = rng.permutation(chunk[0].shape[0])
+                        chunk = tuple(part[perm] for part in chunk)
+                    yield chunk
+            finally:
+                source.close()
+                self._source = None
+            self._done_bytes += os.path.getsize(path)
+
+    def _file_chunks(self, source):  # pragma: no cover
+        raise NotImplementedError
+
+
+class SvmlightStream(_FileStream):
+    """svmlight / LIBSVM files read in chunks of rows as CSR matrices.
+
+    Parameters
+    ----------
+    files : str, path or list of them
+        Paths or globs; each file is plain or gzip / bz2 / xz compressed
+        (told by its first bytes).
+    n_features : int
+        Number of columns of every chunk.
+    chunk_size : int, default=10000
+        Rows per chunk (the last chunk of each file may be shorter).
+    zero_based : bool or "auto", default="auto"
+        Whether the indices of the file start at 0.  "auto" decides from the
+        first lines that hold a feature: one-based unless an index 0 is
+        there (scikit-learn's loader looks at the whole file, which a stream
+        cannot); a later index 0 in a file taken as one-based is an error
+        that says to pass ``zero_based=True``.
+    query_id : bool, default=False
+        Also yield the ``qid`` of every row (int64); rows must have one.
+    dtype : float64 or float32, default=float64
+        dtype of ``X.data``; labels are float64.
+    out_of_range : {"error", "drop", "hash"}, default="error"
+        What a feature index ``>= n_features`` does: raise a ValueError
+        naming the file and line, be dropped, or be folded in by
+        ``index % n_features`` (values of colliding indices are summed).
+    shuffle : bool, default=False
+        Permute the file order and the rows within every chunk, per pass.
+    random_state : int, default=None
+        Seed of the shuffling; pass ``p`` depends on (random_state, p) only.
+
+    Errors: a malformed line (bad label, token, index or value, unsorted or
+    repeated indices, a negative index) raises ``ValueError("<file>, line
+    <n>: ...")``; a corrupt or truncated compressed file and a file without
+    any data line raise ValueError naming the file.
+    """
+
+    def __init__(self, files, n_features, *, chunk_size=10000, zero_based="auto",
+                 query_id=False, dtype=np.float64, out_of_range="error",
+                 shuffle=False, random_state=None):
+        super().__init__(files, chunk_size, shuffle, random_state)
+        if int(n_features) < 1:
+            raise ValueError(f"n_features must be at least 1; got {n_features!r}.")
+        self.n_features = int(n_features)
+        if zero_based not in (True, False, "auto"):
+            raise ValueError(f"zero_based must be True, False or 'auto'; got {zero_based!r}.")
+        self.zero_based = zero_based
+        self.query_id = bool(query_id)
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64; got {dtype!r}.")
+        if out_of_range not in ("error", "drop", "hash"):
+            raise ValueError(
+                f"out_of_range must be 'error', 'drop' or 'hash'; got {out_of_range!r}.")
+        self.out_of_range = out_of_range
+        self.zero_based_ = None if zero_based == "auto" else bool(zero_based)
+
+    # ------------------------------------------------------------------
+    def _fix_indices(self, path, data, indices, indptr, row_line, lo, hi):
+        """Apply the index base and ``out_of_range`` to one block; returns
+        (data, indices, indptr)."""
+        if lo >= 0 and self.zero_based_ is None:
+            self.zero_based_ = bool(lo == 0)
+        if lo == 0 and self.zero_based_ is False:
+            self._raise_at(path, indices == 0, indptr, row_line,
+                           "feature index 0 in a file read as one-based "
+                           "(pass zero_based=True)")
+        if self.zero_based_ is False and lo > 0:
+            indices -= 1
+            hi -= 1
+        if hi < self.n_features:
+            return data, indices, indptr
+        beyond = indices >= self.n_features
+        if self.out_of_range == "error":
+            first = int(indices[np.argmax(beyond)]) + (0 if self.zero_based_ else 1)
+            self._raise_at(path, beyond, indptr, row_line,
+                           f"feature index {first} is beyond n_features={self.n_features}")
+        if self.out_of_range == "drop":
+            kept = np.concatenate([[0], np.cumsum(~beyond)])
+            return data[~beyond], indices[~beyond], kept[indptr]
+        # hash: fold, then sort and sum the indices that now collide
+        X = sp.csr_matrix((data, indices % self.n_features, indptr),
+                          shape=(indptr.shape[0] - 1, self.n_features))
+        X.sum_duplicates()
+        return X.data, X.indices, X.indptr.astype(np.int64)
+
+    @staticmethod
+    def _raise_at(path, bad, indptr, row_line, message):
+        entry = int(np.argmax(bad))
+        row = int(np.searchsorted(indptr, entry, side="right")) - 1
+        raise ValueError(f"{path}, line {row_line[row]}: {message}.")
+
+    def _file_chunks(self, source):
+        pieces = deque()  # parsed blocks with a cursor on their first unused row
+        have = 0
+        n_rows_file = 0
+        blocks = self._blocks(source)
+        exhausted = False
+        while True:
+            while have < self.chunk_size and not exhausted:
+                piece = next(blocks, None)
+                if piece is None:
+                    exhausted = True
+                else:
+                    pieces.append([piece, 0])
+                    have += piece[0].shape[0]
+            if have == 0:
+                break
+            take = min(have, self.chunk_size)
+            parts = []
+            need = take
+            while need:
+                entry = pieces[0]
+                piece, r0 = entry
+                n = min(need, piece[0].shape[0] - r0)
+                parts.append(_slice_rows(piece, r0, r0 + n))
+                need -= n
+                if r0 + n == piece[0].shape[0]:
+                    pieces.popleft()
+                else:
+                    entry[1] = r0 + n
+            have -= take
+            n_rows_file += take
+            yield self._assemble(parts)
+        if n_rows_file == 0:
+            raise ValueError(f"{source.path}: empty file (no data line).")
+
+    def _blocks(self, source):
+        line = 1
+        for buf, end in source.blocks():
+            try:
+                (labels, data, indices, indptr, qid, row_line, n_lines,
+                 lo, hi) = parse_block(buf, end, self.query_id,
+                                       self.dtype == np.float32, line)
+            except ValueError as exc:
+                if len(exc.args) == 2:
+                    raise ValueError(
+                        f"{source.path}, line {exc.args[0]}: {exc.args[1]}.") from None
+                raise
+            line += n_lines
+            if labels.shape[0] == 0:
+                continue
+            data, indices, indptr = self._fix_indices(
+                source.path, data, indices, indptr, row_line, lo, hi)
+            yield labels, data, indices, indptr, qid
+
+    def _assemble(self, parts):
+        """One CSR chunk (int32 indices) from row slices of parsed blocks."""
+        if len(parts) == 1:
+            labels, data, indices, indptr, qid = parts[0]
+        else:
+            labels = np.concatenate([p[0] for p in parts])
+            data = np.concatenate([p[1] for p in parts])
+            indices = np.concatenate([p[2] for p in parts])
+            offsets = np.cumsum([0] + [p[1].shape[0] for p in parts])
+            indptr = np.concatenate(
+                [[0]] + [p[3][1:] + off for p, off in zip(parts, offsets)])
+            qid = np.concatenate([p[4] for p in parts])
+        index_dtype = np.int32 if data.shape[0] < 2**31 else np.int64
+        X = sp.csr_matrix(
+            (data, indices.astype(index_dtype, copy=False),
+             indptr.astype(index_dtype, copy=False)),
+            shape=(labels.shape[0], self.n_features))
+        return (X, labels, qid) if self.query_id else (X, labels)
+
+
+def _slice_rows(piece, r0, r1):
+    """Rows r0:r1 of a parsed block, with indptr starting at 0."""
+    labels, data, indices, indptr, qid = piece
+    a, b = indptr[r0], indptr[r1]
+    return (labels[r0:r1], data[a:b], indices[a:b], indptr[r0:r1 + 1] - a,
+            qid[r0:r1] if qid.shape[0] else qid)
+
+
+# ----------------------------------------------------------------------
+# text and tabular readers
+
+def _default_vectorizer():
+    from sklearn.feature_extraction.text import HashingVectorizer
+    return HashingVectorizer(n_features=2**20)
+
+
+def _as_labels(values):
+    """Numbers when every label is one (CSV gives strings), else as is."""
+    labels = np.asarray(values)
+    if labels.dtype.kind in "USO":
+        try:
+            return labels.astype(np.float64)
+        except (TypeError, ValueError):
+            return labels
+    return labels
+
+
+class _LineStream(_FileStream):
+    """Chunks of ``chunk_size`` non-blank lines of text files, with the file
+    line number of the first one."""
+
+    def _line_chunks(self, source):
+        lines, line = [], 1
+        for buf, end in source.blocks():
+            for raw in buf[:end].split(b"\n")[:-1]:
+                if raw.strip():
+                    lines.append((line, raw))
+                    if len(lines) == self.chunk_size:
+                        yield lines
+                        lines = []
+                line += 1
+        if lines:
+            yield lines
+
+
+class JsonLinesStream(_LineStream):
+    """JSON-lines files (one object per line) read in chunks, the text of
+    ``text_field`` turned into CSR by ``vectorizer`` (stateless, e.g.
+    ``HashingVectorizer``; by default ``HashingVectorizer(n_features=2**20)``).
+    Yields ``(X, y)`` with y the ``label_field`` values (numbers stay
+    numbers).  Compression, globs, shuffling and passes as
+    :class:`SvmlightStream`.  A line that is not a JSON object with both
+    fields raises ``ValueError("<file>, line <n>: ...")``.
+    """
+
+    def __init__(self, files, *, text_field="text", label_field="label",
+                 vectorizer=None, chunk_size=1000, shuffle=False, random_state=None):
+        super().__init__(files, chunk_size, shuffle, random_state)
+        self.text_field = text_field
+        self.label_field = label_field
+        self.vectorizer = _default_vectorizer() if vectorizer is None else vectorizer
+        self.n_features = getattr(self.vectorizer, "n_features", None)
+
+    def _file_chunks(self, source):
+        n = 0
+        for lines in self._line_chunks(source):
+            try:  # one C call per chunk; line by line only to find an error
+                records = json.loads(b"[" + b",".join(raw for _, raw in lines) + b"]")
+            except ValueError:
+                records = None
+            if records is None or len(records) != len(lines):
+                for line, raw in lines:
+                    try:
+                        json.loads(raw)
+                    except ValueError as exc:
+                        raise ValueError(f"{source.path}, line {line}: invalid JSON ({exc}).") from None
+                raise ValueError(f"{source.path}: invalid JSON-lines content.")
+            try:
+                texts = [r[self.text_field] for r in records]
+                labels = [r[self.label_field] for r in records]
+            except (KeyError, TypeError):
+                for (line, _), r in zip(lines, records):
+                    if not (isinstance(r, dict) and self.text_field in r and self.label_field in r):
+                        raise ValueError(
+                            f"{source.path}, line {line}: not an object with fields "
+                            f"{self.text_field!r} and {self.label_field!r}.") from None
+                raise
+            n += len(records)
+            yield sp.csr_matrix(self.vectorizer.transform(texts)), _as_labels(labels)
+        if n == 0:
+            raise ValueError(f"{source.path}: empty file (no data line).")
+
+
+class CsvStream(_LineStream):
+    """CSV files with a header line, read in chunks of rows.
+
+    With ``text_column``, that column is turned into CSR by ``vectorizer``
+    (as :class:`JsonLinesStream`); otherwise every column but the label goes
+    through ``transformer``, a fitted ``ColumnTransformer`` (or any fitted
+    transformer): a pandas DataFrame with the header's names when pandas is
+    installed, else a 2-D array (float when every value is a number).  Yields
+    ``(X, y)``; y is numeric when every label is a number.
+    """
+
+    def __init__(self, files, *, label_column, text_column=None, vectorizer=None,
+                 transformer=None, delimiter=",", chunk_size=1000, shuffle=False,
+                 random_state=None):
+        super().__init__(files, chunk_size, shuffle, random_state)
+        if (text_column is None) == (transformer is None) and vectorizer is None:
+            raise ValueError("Give either text_column (with an optional vectorizer) "
+                             "or a fitted transformer.")
+        self.label_column = label_column
+        self.text_column = text_column
+        self.vectorizer = (_default_vectorizer() if vectorizer is None and text_column
+                           else vectorizer)
+        self.transformer = transformer
+        self.delimiter = delimiter
+        self.n_features = getattr(self.vectorizer, "n_features", None)
+
+    def _file_chunks(self, source):
+        header = None
+        n = 0
+        for lines in self._line_chunks(source):
+            text = b"\n".join(raw for _, raw in lines).decode("utf-8")
+            rows = list(csv.reader(io.StringIO(text), delimiter=self.delimiter))
+            if header is None:
+                header, rows, lines = rows[0], rows[1:], lines[1:]
+                for name in (self.label_column, self.text_column):
+                    if name is not None and name not in header:
+                        raise ValueError(f"{source.path}: no column {name!r} in the header "
+                                         f"{header!r}.")
+                label_at = header.index(self.label_column)
+                if not rows:
+                    continue
+            for (line, _), row in zip(lines, rows):
+                if len(row) != len(header):
+                    raise ValueError(f"{source.path}, line {line}: {len(row)} fields, "
+                                     f"the header has {len(header)}.")
+            labels = _as_labels([row[label_at] for row in rows])
+            if self.text_column is not None:
+                at = header.index(self.text_column)
+                X = self.vectorizer.transform([row[at] for row in rows])
+            else:
+                X = self.transformer.transform(self._table(header, rows, label_at))
+            n += len(rows)
+            yield sp.csr_matrix(X), labels
+        if n == 0:
+            raise ValueError(f"{source.path}: empty file (no data line).")
+
+    @staticmethod
+    def _table(header, rows, label_at):
+        names = [h for j, h in enumerate(header) if j != label_at]
+        cells = [[v for j, v in enumerate(row) if j != label_at] for row in rows]
+        try:
+            import pandas as pd
+        except ImportError:
+            pd = None
+        if pd is not None:
+            frame = pd.DataFrame(cells, columns=names)
+            for name in names:
+                try:
+                    frame[name] = frame[name].astype(np.float64)
+                except (TypeError, ValueError):
+                    pass
+            return frame
+        try:
+            return np.array(cells, dtype=np.float64)
+        except ValueError:
+            return np.array(cells, dtype=object)
