@@ -30,11 +30,17 @@ import io
 import json
 import lzma
 import os
+import sys
+import tempfile
+import time
 import zlib
 from collections import deque
 
+import joblib
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import is_classifier
+from sklearn.metrics import roc_auc_score
 
 from ._svmlight_reader import parse_block
 
@@ -514,3 +520,401 @@ class CsvStream(_LineStream):
             return np.array(cells, dtype=np.float64)
         except ValueError:
             return np.array(cells, dtype=object)
+
+
+# ----------------------------------------------------------------------
+# metrics of a fitted estimator on one chunk
+
+class _Scorer:
+    """Sums from which the progressive and held-out metrics are exact over
+    any number of chunks: loss, accuracy (classifiers) or R^2 (regressors);
+    ROC AUC per chunk for binary classifiers."""
+
+    def __init__(self, estimator, classes):
+        self.classifier = is_classifier(estimator)
+        self.classes = classes
+        self.n = 0
+        self.loss_sum = 0.0
+        self.correct = 0  # classifiers
+        self.sum_y = self.sum_y2 = 0.0  # regressors (R^2 from sums)
+
+    def loss_name(self, estimator):
+        if not self.classifier:
+            return "squared_error"
+        return "log_loss" if hasattr(estimator, "predict_proba") else "hinge"
+
+    def update(self, estimator, X, y):
+        """Score one chunk; returns (chunk loss, chunk score, chunk AUC)."""
+        n = y.shape[0]
+        if self.classifier:
+            scores = estimator.decision_function(X)
+            classes = self.classes
+            if hasattr(estimator, "predict_proba"):
+                proba = np.clip(estimator.predict_proba(X), 1e-15, 1.0)
+                y_index = np.searchsorted(classes, y)
+                loss = -np.log(proba[np.arange(n), y_index])
+            elif scores.ndim == 1:
+                margin = np.where(y == classes[1], scores, -scores)
+                loss = np.maximum(0.0, 1.0 - margin)
+            else:  # Crammer-Singer style multiclass hinge, as sklearn's hinge_loss
+                y_index = np.searchsorted(classes, y)
+                true = scores[np.arange(n), y_index]
+                others = scores.copy()
+                others[np.arange(n), y_index] = -np.inf
+                loss = np.maximum(0.0, 1.0 - true + others.max(axis=1))
+            pred = estimator.predict(X)  # its own rule (a threshold may not be 0)
+            correct = int(np.count_nonzero(pred == y))
+            self.correct += correct
+            auc = np.nan
+            if scores.ndim == 1 and 0 < np.count_nonzero(y == classes[1]) < n:
+                auc = roc_auc_score(y == classes[1], scores)
+            chunk_loss, chunk_score = loss.sum(), correct / n
+        else:
+            pred = estimator.predict(X)
+            sse = float(np.sum((y - pred) ** 2))
+            self.sum_y += float(y.sum())
+            self.sum_y2 += float(np.dot(y, y))
+            chunk_loss = sse
+            sst = float(np.sum((y - y.mean()) ** 2))
+            chunk_score = 1.0 - sse / sst if sst > 0 else np.nan
+            auc = np.nan
+        self.n += n
+        self.loss_sum += float(chunk_loss)
+        return float(chunk_loss) / n, chunk_score, auc
+
+    @property
+    def loss(self):
+        return self.loss_sum / self.n if self.n else np.nan
+
+    @property
+    def score(self):
+        if not self.n:
+            return np.nan
+        if self.classifier:
+            return self.correct / self.n
+        sst = self.sum_y2 - self.sum_y**2 / self.n
+        return 1.0 - self.loss_sum / sst if sst > 0 else np.nan
+
+
+def _check_labels(y, classes, where):
+    known = np.isin(y, classes)
+    if not np.all(known):
+        raise ValueError(
+            f"{where}: y contains labels {np.unique(y[~known]).tolist()!r} that "
+            f"are not in classes {classes.tolist()!r}.")
+
+
+def evaluate_stream(estimator, stream):
+    """Loss, score (accuracy or R^2) and, for a binary classifier, ROC AUC
+    of a fitted estimator over one pass of ``stream``.  Returns a dict with
+    ``rows``, ``loss``, ``loss_name``, ``score``, ``score_name``, ``roc_auc``.
+    (The AUC keeps one float per row: 8 bytes a row.)"""
+    classes = getattr(estimator, "classes_", None)
+    scorer = _Scorer(estimator, classes)
+    all_scores, all_pos = [], []
+    for chunk in stream:
+        X, y = chunk[0], chunk[1]
+        if scorer.classifier:
+            _check_labels(y, classes, "evaluation stream")
+        scorer.update(estimator, X, y)
+        if scorer.classifier and len(classes) == 2:
+            all_scores.append(estimator.decision_function(X))
+            all_pos.append(y == classes[1])
+    auc = np.nan
+    if all_scores:
+        pos = np.concatenate(all_pos)
+        if 0 < pos.sum() < pos.shape[0]:
+            auc = float(roc_auc_score(pos, np.concatenate(all_scores)))
+    return {
+        "rows": scorer.n, "loss": scorer.loss, "loss_name": scorer.loss_name(estimator),
+        "score": scorer.score, "score_name": "accuracy" if scorer.classifier else "r2",
+        "roc_auc": auc,
+    }
+
+
+# ----------------------------------------------------------------------
+# checkpoints
+
+def save_atomic(obj, path):
+    """joblib.dump ``obj`` to ``path`` through a temporary file in the same
+    folder and a rename: a reader (or a crash) never sees a partial file."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            joblib.dump(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ----------------------------------------------------------------------
+# progress on stderr
+
+class _Progress:
+    """A table in the manner of Vowpal Wabbit's: a line after the first
+    chunk, then whenever the row count has doubled, and a last line."""
+
+    HEADER = (f"{'rows':>11} {'non-zeros':>12} {'rows/s':>9} {'avg loss':>10} "
+              f"{'since last':>10} {'holdout':>10} {'elapsed':>9} {'done':>6} {'ETA':>8}")
+
+    def __init__(self, stream, n_passes, file=None):
+        self.file = file if file is not None else sys.stderr
+        self.stream = stream
+        self.n_passes = n_passes
+        self.next_report = 1
+        self.last_loss_sum = 0.0
+        self.last_n = 0
+        self.printed_header = False
+
+    def maybe_report(self, state, force=False):
+        if state["rows"] < self.next_report and not force:
+            return
+        self.next_report = 2 * state["rows"]  # doubling from the first line
+        if not self.printed_header:
+            print(self.HEADER, file=self.file)
+            self.printed_header = True
+        scorer = state["scorer"]
+        since_n = scorer.n - self.last_n
+        since = (scorer.loss_sum - self.last_loss_sum) / since_n if since_n else np.nan
+        self.last_n, self.last_loss_sum = scorer.n, scorer.loss_sum
+        elapsed = state["elapsed"]
+        total = getattr(self.stream, "total_bytes", 0) * self.n_passes
+        done = eta = ""
+        if total:
+            fraction = (state["pass"] * self.stream.total_bytes + self.stream.bytes_read) / total
+            fraction = min(max(fraction, 0.0), 1.0)
+            done = f"{100 * fraction:5.1f}%"
+            if 0 < fraction:
+                eta = _duration(elapsed * (1 - fraction) / fraction)
+        rate = state["rows"] / elapsed if elapsed > 0 else np.nan
+        print(f"{state['rows']:>11d} {state['nnz']:>12d} {rate:>9.0f} "
+              f"{_num(scorer.loss):>10} {_num(since):>10} {_num(state['holdout']):>10} "
+              f"{_duration(elapsed):>9} {done:>6} {eta:>8}", file=self.file, flush=True)
+
+
+def _num(x):
+    return "" if x is None or not np.isfinite(x) else f"{x:.6f}"
+
+
+def _duration(seconds):
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+# ----------------------------------------------------------------------
+# the driver
+
+_HISTORY_KEYS = ("rows", "passes", "elapsed", "nonzero_weights", "chunk_loss",
+                 "progressive_loss", "progressive_score", "chunk_auc")
+_HOLDOUT_KEYS = ("holdout_rows", "holdout_loss", "holdout_score", "holdout_auc")
+CHECKPOINT_VERSION = 1
+
+
+def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
+               holdout_every=None, checkpoint=None, checkpoint_every=None,
+               resume=False, early_stopping=False, n_iter_no_change=3, tol=1e-4,
+               progressive=True, verbose=0):
+    """Learn from a stream of chunks by ``partial_fit``, one chunk at a time.
+
+    Parameters
+    ----------
+    estimator : an estimator of this package (or any with ``partial_fit``)
+        Learns from its current state (``partial_fit`` semantics): pass an
+        unfitted estimator, or ``sklearn.base.clone`` one, for a fresh start.
+    stream : iterable of ``(X, y)`` or ``(X, y, qid)`` chunks
+        A reader of this module (or anything with ``iter_pass(p)``, else a
+        re-iterable); one pass is one iteration over it.
+    classes : array-like, default=None
+        All labels of the stream (classifiers; required unless the
+        estimator is already fitted).  A chunk with another label raises
+        ValueError before anything is learned from it.
+    n_passes : int, default=1
+    holdout : stream, default=None
+        Held-out chunks, evaluated every ``holdout_every`` rows (and at the
+        end): loss, score (accuracy or R^2), ROC AUC for binary classifiers.
+    holdout_every : int, default=None
+        Rows between held-out evaluations (None: once per pass).
+    checkpoint : path, default=None
+        File that receives ``{"estimator", position, history, ...}`` every
+        ``checkpoint_every`` rows and at the end, through a temporary file
+        and a rename (never partial).
+    checkpoint_every : int, default=None
+        Rows between checkpoints (None: at the end of every pass).
+    resume : bool, default=False
+        Continue from ``checkpoint`` if it exists: the estimator takes the
+        checkpoint's state and the stream is read from the position after
+        it, so the result equals the uninterrupted run's (the stream must
+        be the same files with the same options and ``random_state``).
+    early_stopping : bool, default=False
+        Stop when the held-out loss has not improved by ``tol`` for
+        ``n_iter_no_change`` evaluations in a row (needs ``holdout``).
+    progressive : bool, default=True
+        Score every chunk before learning it (progressive validation).  The
+        first chunk of a fresh estimator is not scored (there is no model
+        yet).  False saves one prediction per chunk.
+    verbose : int, default=0
+        >= 1: a live progress table on stderr (rows, input non-zeros,
+        rows/s, average and since-last progressive loss at doubling row
+        counts, last held-out loss, elapsed, percentage and ETA of the
+        bytes of the stream's files).  Never on stdout.
+
+    Returns
+    -------
+    history : dict of 1-D arrays and a few scalars
+        Per chunk: ``rows`` (rows learned so far), ``passes``, ``elapsed``
+        (seconds), ``nonzero_weights`` (of ``coef_``), ``chunk_loss`` (this
+        chunk, before learning it), ``progressive_loss`` and
+        ``progressive_score`` (over all scored rows so far), ``chunk_auc``.
+        Per held-out evaluation: ``holdout_rows``, ``holdout_loss``,
+        ``holdout_score``, ``holdout_auc``.  Scalars: ``loss_name``,
+        ``score_name`` ("accuracy" or "r2"), ``stopped_early``.
+    """
+    classifier = is_classifier(estimator)
+    if classifier:
+        if classes is None:
+            if not hasattr(estimator, "classes_"):
+                raise ValueError("classes must be given for a classifier that is not "
+                                 "fitted yet.")
+            classes = estimator.classes_
+        classes = np.unique(np.asarray(classes))
+    if int(n_passes) < 1:
+        raise ValueError(f"n_passes must be at least 1; got {n_passes!r}.")
+    if early_stopping and holdout is None:
+        raise ValueError("early_stopping needs a holdout stream.")
+    if resume and checkpoint is None:
+        raise ValueError("resume needs a checkpoint path.")
+
+    hist = {k: [] for k in _HISTORY_KEYS + _HOLDOUT_KEYS}
+    state = {"pass": 0, "chunk": 0, "rows": 0, "nnz": 0, "holdout": None,
+             "best": np.inf, "no_improvement": 0, "stopped_early": False,
+             "next_holdout": holdout_every, "next_checkpoint": checkpoint_every,
+             "elapsed_before": 0.0}
+    scorer = _Scorer(estimator, classes)
+    if resume and os.path.exists(checkpoint):
+        saved = joblib.load(checkpoint)
+        if saved.get("version") != CHECKPOINT_VERSION or \
+                type(saved["estimator"]) is not type(estimator):
+            raise ValueError(f"{checkpoint} is not a checkpoint of a "
+                             f"{type(estimator).__name__} stream.")
+        estimator.__dict__.update(saved["estimator"].__dict__)
+        hist = saved["history"]
+        state.update(saved["state"])
+        scorer.__dict__.update(saved["scorer"])
+    state["scorer"] = scorer
+
+    progress = _Progress(stream, int(n_passes)) if verbose else None
+    start = time.perf_counter()
+    n_fitted = hasattr(estimator, "coef_")
+
+    def elapsed():
+        return state["elapsed_before"] + time.perf_counter() - start
+
+    def evaluate_holdout():
+        result = evaluate_stream(estimator, holdout)
+        hist["holdout_rows"].append(state["rows"])
+        hist["holdout_loss"].append(result["loss"])
+        hist["holdout_score"].append(result["score"])
+        hist["holdout_auc"].append(result["roc_auc"])
+        state["holdout"] = result["loss"]
+        if early_stopping:
+            if result["loss"] < state["best"] - tol:
+                state["no_improvement"] = 0
+            else:
+                state["no_improvement"] += 1
+            state["best"] = min(state["best"], result["loss"])
+            if state["no_improvement"] >= n_iter_no_change:
+                state["stopped_early"] = True
+
+    def save_checkpoint():
+        saved_state = {k: v for k, v in state.items() if k != "scorer"}
+        saved_state["elapsed_before"] = elapsed()
+        save_atomic({"version": CHECKPOINT_VERSION, "estimator": estimator,
+                     "state": saved_state, "history": hist,
+                     "scorer": {k: v for k, v in scorer.__dict__.items()}},
+                    checkpoint)
+
+    for p in range(state["pass"], int(n_passes)):
+        if state["stopped_early"]:
+            break
+        skip = state["chunk"] if p == state["pass"] else 0
+        state["pass"], state["chunk"] = p, skip
+        chunks = stream.iter_pass(p) if hasattr(stream, "iter_pass") else iter(stream)
+        if hasattr(stream, "passes_"):
+            stream.passes_ = p + 1
+        for c, chunk in enumerate(chunks):
+            if c < skip:
+                continue
+            X, y = chunk[0], chunk[1]
+            where = f"pass {p + 1}, rows {state['rows'] + 1}-{state['rows'] + y.shape[0]}"
+            if classifier:
+                _check_labels(y, classes, where)
+            chunk_loss = chunk_score = auc = np.nan
+            if progressive and n_fitted:
+                chunk_loss, chunk_score, auc = scorer.update(estimator, X, y)
+            if classifier:
+                estimator.partial_fit(X, y, classes=classes)
+            else:
+                estimator.partial_fit(X, y)
+            n_fitted = True
+            state["rows"] += y.shape[0]
+            state["nnz"] += X.nnz if sp.issparse(X) else int(np.count_nonzero(X))
+            state["chunk"] = c + 1
+            state["elapsed"] = elapsed()
+            hist["rows"].append(state["rows"])
+            hist["passes"].append(p + 1)
+            hist["elapsed"].append(state["elapsed"])
+            hist["nonzero_weights"].append(int(np.count_nonzero(estimator.coef_)))
+            hist["chunk_loss"].append(chunk_loss)
+            hist["progressive_loss"].append(scorer.loss)
+            hist["progressive_score"].append(scorer.score)
+            hist["chunk_auc"].append(auc)
+            if holdout is not None and holdout_every and state["rows"] >= state["next_holdout"]:
+                while state["next_holdout"] <= state["rows"]:
+                    state["next_holdout"] += holdout_every
+                evaluate_holdout()
+            if checkpoint is not None and checkpoint_every and \
+                    state["rows"] >= state["next_checkpoint"]:
+                while state["next_checkpoint"] <= state["rows"]:
+                    state["next_checkpoint"] += checkpoint_every
+                save_checkpoint()
+            if progress:
+                progress.maybe_report(state)
+            if state["stopped_early"]:
+                break
+        else:
+            # a pass is complete
+            state["pass"], state["chunk"] = p + 1, 0
+            if holdout is not None and not holdout_every:
+                evaluate_holdout()
+            if checkpoint is not None and not checkpoint_every:
+                save_checkpoint()
+    if state["rows"] == 0:
+        raise ValueError("The stream has no rows.")
+    if holdout is not None and (not hist["holdout_rows"] or
+                                hist["holdout_rows"][-1] != state["rows"]):
+        evaluate_holdout()
+    if checkpoint is not None:
+        save_checkpoint()
+    state["elapsed"] = elapsed()
+    if progress:
+        progress.maybe_report(state, force=True)
+
+    history = {k: np.asarray(v, dtype=np.float64 if k not in ("rows", "passes",
+                                                                "nonzero_weights",
+                                                                "holdout_rows") else np.int64)
+               for k, v in hist.items()}
+    history["loss_name"] = scorer.loss_name(estimator)
+    history["score_name"] = "accuracy" if classifier else "r2"
+    history["stopped_early"] = state["stopped_early"]
+    return history

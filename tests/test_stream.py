@@ -204,3 +204,177 @@ def test_csv_tabular_through_column_transformer(tmp_path):
     X = np.vstack([c[0].toarray() for c in chunks])
     assert np.allclose(X, ct.transform(table))
     assert np.concatenate([c[1] for c in chunks]).tolist() == y.tolist()
+
+
+# ----------------------------------------------------------------------
+# the driver
+
+from sklearn.base import clone  # noqa: E402
+
+from sklearn_adaprox import (AdaGradClassifier, ImplicitFTRLClassifier,  # noqa: E402
+                             ImplicitFTRLRegressor, PairwiseAUCClassifier,
+                             RDAPlusClassifier)
+from sklearn_adaprox.stream import evaluate_stream, fit_stream  # noqa: E402
+
+ESTIMATORS = [
+    AdaGradClassifier(loss="log_loss"),
+    AdaGradClassifier(penalty="l1", alpha=1e-3, update="ftrl_proximal"),
+    # the Newton local phase is scheduled by call sizes: compare the
+    # dual-averaging phase
+    RDAPlusClassifier(alpha=1e-3, local_phase=False),
+    # G is estimated from the first call's data unless given
+    ImplicitFTRLClassifier(G=2.0),
+    PairwiseAUCClassifier(),
+    ImplicitFTRLRegressor(G=5.0),
+]
+
+
+# reports about the calls rather than the model: per-call sums (rounded in
+# another order), the optimality measured on the last call's data, and the
+# local phase's schedule (unused with local_phase=False)
+DIAGNOSTICS = {"optimality_", "cumulative_loss_", "cumulative_weight_", "next_switch_"}
+
+
+def _state(est):
+    return {k: v for k, v in vars(est).items()
+            if k.endswith("_") and isinstance(v, np.ndarray) and k not in DIAGNOSTICS}
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_fit_stream_equals_one_pass_fit(tmp_path, est):
+    X, y = make_sparse(400, 30)
+    if not hasattr(est, "classes_") and type(est).__name__.endswith("Regressor"):
+        y = X @ np.linspace(-1, 1, 30) + 0.1
+    path = write_svmlight(tmp_path / "d.svm.gz", X, y, True, "gz")
+    ref = clone(est).set_params(max_iter=1, shuffle=False, random_state=0, tol=None)
+    X_ref, y_ref = load_svmlight_file(_decompressed(path, tmp_path), n_features=30,
+                                      zero_based=True)
+    ref.fit(X_ref, y_ref)
+    got = clone(ref)
+    classes = [-1.0, 1.0] if hasattr(ref, "classes_") else None
+    history = fit_stream(got, SvmlightStream(path, 30, chunk_size=64, zero_based=True),
+                         classes=classes)
+    assert history["rows"].tolist() == [64 * i for i in range(1, 7)] + [400]
+    assert got.t_ == ref.t_ == 400
+    for name, value in _state(ref).items():
+        if isinstance(ref, PairwiseAUCClassifier):
+            # its iterate average is summed per call: equal to round-off
+            np.testing.assert_allclose(_state(got)[name], value, rtol=1e-10, atol=1e-12)
+        else:
+            assert np.array_equal(_state(got)[name], value, equal_nan=True), name
+    # progressive validation: every chunk but the first was scored first
+    assert np.isnan(history["chunk_loss"][0]) and np.all(np.isfinite(history["chunk_loss"][1:]))
+    assert history["nonzero_weights"][-1] == np.count_nonzero(ref.coef_)
+
+
+def test_progressive_metrics_are_those_of_the_model_before_each_chunk(tmp_path):
+    X, y = make_sparse(300, 30, seed=1)
+    path = write_svmlight(tmp_path / "d.svm", X, y, True)
+    est = AdaGradClassifier(loss="log_loss", random_state=0)
+    history = fit_stream(est, SvmlightStream(path, 30, chunk_size=100, zero_based=True),
+                         classes=[-1, 1])
+    # replay: score chunk k with the model fitted on chunks < k
+    from sklearn.metrics import log_loss
+    replay = AdaGradClassifier(loss="log_loss", random_state=0)
+    losses, correct = [], 0
+    for lo in range(0, 300, 100):
+        Xc, yc = X[lo:lo + 100], y[lo:lo + 100]
+        if lo:
+            losses.append(log_loss(yc, replay.predict_proba(Xc), labels=[-1, 1]))
+            correct += np.sum(replay.predict(Xc) == yc)
+        replay.partial_fit(Xc, yc, classes=[-1, 1])
+    np.testing.assert_allclose(history["chunk_loss"][1:], losses, rtol=1e-12)
+    assert history["progressive_loss"][-1] == pytest.approx(np.mean(losses), rel=1e-12)
+    assert history["progressive_score"][-1] == pytest.approx(correct / 200)
+    assert history["loss_name"] == "log_loss" and history["score_name"] == "accuracy"
+
+
+def test_checkpoint_resume_equals_uninterrupted(tmp_path):
+    X, y = make_sparse(500, 30, seed=2)
+    path = write_svmlight(tmp_path / "d.svm", X, y, True)
+    hold = write_svmlight(tmp_path / "h.svm", X[:100], y[:100], True)
+
+    def stream():
+        return SvmlightStream(path, 30, chunk_size=50, zero_based=True, shuffle=True,
+                              random_state=7)
+
+    kwargs = dict(classes=[-1, 1], n_passes=3, holdout_every=200,
+                  checkpoint_every=150)
+    full = AdaGradClassifier(random_state=0)
+    h_full = fit_stream(full, stream(), holdout=SvmlightStream(hold, 30, zero_based=True),
+                        checkpoint=tmp_path / "full.ckpt", **kwargs)
+
+    class Interrupt(Exception):
+        pass
+
+    class Crashing(SvmlightStream):  # dies in pass 2, after its 4th chunk
+        def iter_pass(self, p):
+            for c, chunk in enumerate(super().iter_pass(p)):
+                if p == 1 and c == 4:
+                    raise Interrupt
+                yield chunk
+
+    ckpt = tmp_path / "run.ckpt"
+    crashing = Crashing(path, 30, chunk_size=50, zero_based=True, shuffle=True, random_state=7)
+    with pytest.raises(Interrupt):
+        fit_stream(AdaGradClassifier(random_state=0), crashing,
+                   holdout=SvmlightStream(hold, 30, zero_based=True), checkpoint=ckpt, **kwargs)
+    assert ckpt.exists() and not list(tmp_path.glob(".*.tmp"))
+    resumed = AdaGradClassifier(random_state=0)
+    h_res = fit_stream(resumed, stream(), holdout=SvmlightStream(hold, 30, zero_based=True),
+                       checkpoint=ckpt, resume=True, **kwargs)
+    for name, value in _state(full).items():
+        assert np.array_equal(_state(resumed)[name], value), name
+    assert resumed.t_ == full.t_ == 1500
+    for key in ("rows", "chunk_loss", "progressive_loss", "holdout_rows", "holdout_loss"):
+        assert np.array_equal(h_res[key], h_full[key], equal_nan=True), key
+
+
+def test_holdout_early_stopping_and_regressor_metrics(tmp_path):
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((600, 5))
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0, 3.0]) + 0.01 * rng.standard_normal(600)
+    path = tmp_path / "r.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=True)
+    hold = tmp_path / "rh.svm"
+    dump_svmlight_file(X[:100], y[:100], str(hold), zero_based=True)
+    est = ImplicitFTRLRegressor(random_state=0)
+    history = fit_stream(est, SvmlightStream(path, 5, chunk_size=50, zero_based=True),
+                         holdout=SvmlightStream(hold, 5, zero_based=True), holdout_every=100,
+                         n_passes=50, early_stopping=True, n_iter_no_change=2, tol=1e-3)
+    assert history["stopped_early"] and history["rows"][-1] < 50 * 600
+    assert history["score_name"] == "r2" and history["holdout_score"][-1] > 0.99
+    result = evaluate_stream(est, SvmlightStream(hold, 5, zero_based=True))
+    assert result["loss"] == pytest.approx(np.mean((est.predict(X[:100]) - y[:100]) ** 2))
+
+
+def test_bad_chunk_leaves_last_good_model_and_no_partial_file(tmp_path):
+    X, y = make_sparse(200, 30)
+    path = write_svmlight(tmp_path / "d.svm", X, y, True)
+    with open(path, "a") as f:
+        f.write("3 1:1\n")  # a label that is not in classes, in the last chunk
+    est = AdaGradClassifier(random_state=0)
+    ckpt = tmp_path / "m.ckpt"
+    with pytest.raises(ValueError, match=r"rows 201-201: y contains labels \[3.0\]"):
+        fit_stream(est, SvmlightStream(path, 30, chunk_size=100, zero_based=True),
+                   classes=[-1, 1], checkpoint=ckpt, checkpoint_every=100)
+    assert est.t_ == 200  # the two good chunks were learned, nothing of the bad one
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.svm", "m.ckpt"]
+
+
+def test_progress_table_on_stderr_only(tmp_path, capsys):
+    X, y = make_sparse(1000, 30)
+    path = write_svmlight(tmp_path / "d.svm", X, y, True)
+    fit_stream(AdaGradClassifier(loss="log_loss"),
+               SvmlightStream(path, 30, chunk_size=100, zero_based=True), classes=[-1, 1])
+    assert capsys.readouterr() == ("", "")  # quiet by default
+    fit_stream(AdaGradClassifier(loss="log_loss"),
+               SvmlightStream(path, 30, chunk_size=100, zero_based=True), classes=[-1, 1],
+               verbose=1)
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert lines[0].split()[:3] == ["rows", "non-zeros", "rows/s"]
+    rows = [int(line.split()[0]) for line in lines[1:]]
+    assert rows == [100, 200, 400, 800, 1000]  # doubling, then the end
+    assert "100.0%" in lines[-1]
