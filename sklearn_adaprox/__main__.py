@@ -5,8 +5,12 @@ data set (no network access), evaluates it on the test split and prints one
 aligned table.  A new estimator joins the demo by adding one
 ``(name, factory)`` pair to ``LEARNERS``; ``factory()`` returns an unfitted
 binary classifier with ``decision_function`` and ``coef_``.
+
+``python -m sklearn_adaprox train|predict|evaluate|info ...`` is the
+streaming command line instead (``sklearn_adaprox._cli``).
 """
 import argparse
+import sys
 import time
 import warnings
 from functools import partial
@@ -161,10 +165,17 @@ def print_regression_table(quiet=False):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ("train", "predict", "evaluate", "info"):
+        from ._cli import main as cli_main
+
+        return cli_main(argv)
     parser = argparse.ArgumentParser(
         prog="python -m sklearn_adaprox",
         description="Compare the sklearn_adaprox learners with scikit-learn's "
         "SGDClassifier on the bundled a9a data set.",
+        epilog="Streaming command line: python -m sklearn_adaprox "
+        "{train,predict,evaluate,info} --help",
     )
     parser.add_argument(
         "--max-iter",
