@@ -13,8 +13,9 @@ estimator), ``reader`` (how ``predict`` and ``evaluate`` read files for it)
 and a summary of the run.  Loading a pickle runs code chosen by whoever
 wrote the file: load only model files you made or trust.  A file named
 ``*.skops`` is written and read with ``skops.io`` instead (when skops is
-installed), which loads only the types it is told to trust (here: numpy,
-scikit-learn and this package) and so does not run arbitrary code.
+installed), which builds only types it is told to trust (here: plain
+containers, numpy arrays and the estimator classes of this package; any
+other type is refused) and so does not run code from the file.
 """
 import argparse
 import ast
@@ -232,9 +233,15 @@ def load_model(path):
         raise UsageError(f"{PROG}: no such model file: {path!r}")
     if str(path).endswith(".skops"):
         sio = _skops()
+        # skops trusts plain containers and numpy arrays itself; besides
+        # those, only the estimator classes of this package may be built
+        allowed = {f"sklearn_adaprox.{module}.{name}" for module, name in (
+            ("adagrad", "AdaGradClassifier"), ("rda_plus", "RDAPlusClassifier"),
+            ("pairwise_auc", "PairwiseAUCClassifier"),
+            ("implicit_ftrl", "ImplicitFTRLClassifier"),
+            ("implicit_ftrl", "ImplicitFTRLRegressor"))}
         untrusted = sio.get_untrusted_types(file=path)
-        trusted_prefixes = ("numpy.", "sklearn.", "sklearn_adaprox.", "builtins.")
-        unknown = [t for t in untrusted if not t.startswith(trusted_prefixes)]
+        unknown = sorted(set(untrusted) - allowed)
         if unknown:
             raise ValueError(f"{path}: refusing to load untrusted types {unknown}")
         bundle = sio.load(path, trusted=untrusted)
@@ -252,6 +259,10 @@ def load_model(path):
                                  "dtype": "float64"}}
         else:
             raise ValueError(f"{path}: not a model file of {PROG}")
+    est = bundle.get("estimator")
+    if type(est).__name__ not in ESTIMATORS or not hasattr(est, "coef_") \
+            or not isinstance(bundle.get("reader"), dict):
+        raise ValueError(f"{path}: not a fitted model of {PROG}")
     return bundle
 
 

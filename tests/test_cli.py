@@ -163,3 +163,25 @@ def test_text_jsonl_regressor_and_resume(data, capsys, monkeypatch):
     assert main(["evaluate", "full.joblib", "r.jsonl"]) == 0
     metrics = dict(line.split() for line in capsys.readouterr().out.splitlines())
     assert float(metrics["r2"]) > 0.9
+
+
+def test_skops_model_file(data, capsys, monkeypatch):
+    pytest.importorskip("skops")
+    monkeypatch.chdir(data)
+    assert main(["train", "train.svm", "-o", "m.skops", "--n-features", "20",
+                 "--classes", "-1,1", "-q"]) == 0
+    assert main(["info", "m.skops"]) == 0
+    assert "rows_seen 500" in capsys.readouterr().out
+    # a file naming a type outside the allowed ones is refused, not loaded
+    import fractions
+
+    import skops.io as sio
+    from sklearn.linear_model import SGDClassifier
+    sio.dump({"format": "sklearn_adaprox-stream-model", "x": fractions.Fraction(1, 3)},
+             "other.skops")
+    assert main(["info", "other.skops"]) == 1
+    assert "refusing to load untrusted types ['fractions.Fraction']" in capsys.readouterr().err
+    sio.dump({"format": "sklearn_adaprox-stream-model", "estimator": SGDClassifier()},
+             "sgd.skops")
+    assert main(["info", "sgd.skops"]) == 1
+    assert "not a fitted model" in capsys.readouterr().err
