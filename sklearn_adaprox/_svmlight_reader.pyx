@@ -34,6 +34,26 @@ cdef inline bint ends_token(char c) noexcept nogil:
     return c == b' ' or c == b'\t' or c == b'\r' or c == b'\n' or c == b'#' or c == 0
 
 
+cdef inline double parse_number(const char* p, char** end) noexcept nogil:
+    """strtod, with a fast path for a short optional-sign integer (labels
+    and counts, the common case): at most 15 digits are exact in a double,
+    so the result is strtod's bit for bit."""
+    cdef const char* q = p
+    cdef bint negative = False
+    cdef int64_t v = 0
+    if q[0] == b'-' or q[0] == b'+':
+        negative = q[0] == b'-'
+        q += 1
+    cdef const char* digits = q
+    while q[0] >= b'0' and q[0] <= b'9' and q - digits < 15:
+        v = v * 10 + (q[0] - 48)  # 48 is '0'
+        q += 1
+    if q > digits and ends_token(q[0]):
+        end[0] = <char*>q
+        return -<double>v if negative else <double>v
+    return strtod(p, end)
+
+
 def parse_block(bytes buf, Py_ssize_t end, bint query_id, bint float32,
                 int64_t first_line):
     """Parse the whole lines of ``buf[:end]`` (which must end with a newline
@@ -99,7 +119,7 @@ def parse_block(bytes buf, Py_ssize_t end, bint query_id, bint float32,
             line += 1
             continue
 
-        value = strtod(p, &after)
+        value = parse_number(p, &after)
         if after == p or not ends_token(after[0]):
             raise ValueError(line, f"invalid label {_token(p, stop)!r}")
         labels[n_rows] = value
@@ -138,7 +158,7 @@ def parse_block(bytes buf, Py_ssize_t end, bint query_id, bint float32,
                 raise ValueError(line, f"feature index too large in {_token(p, stop)!r}")
             if is_space(after[1]) or after[1] == b'\n':
                 raise ValueError(line, f"missing value in {_token(p, stop)!r}")
-            value = strtod(after + 1, &after)
+            value = parse_number(after + 1, &after)
             if not ends_token(after[0]) or after == p:
                 raise ValueError(line, f"invalid value in {_token(p, stop)!r}")
             if idx <= prev:

@@ -3,6 +3,8 @@ import bz2
 import gzip
 import json
 import lzma
+import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -378,3 +380,62 @@ def test_progress_table_on_stderr_only(tmp_path, capsys):
     rows = [int(line.split()[0]) for line in lines[1:]]
     assert rows == [100, 200, 400, 800, 1000]  # doubling, then the end
     assert "100.0%" in lines[-1]
+
+
+# ----------------------------------------------------------------------
+# memory: opt in with SKLEARN_ADAPROX_MEMORY_TEST=1 (writes a 2 GB file)
+
+def write_text_like_svmlight(path, n_bytes, n_features=2**20, seed=0):
+    """A svmlight file of about ``n_bytes``: rows of ~30 hashed word counts
+    (Zipf-distributed indices), labels from a sparse linear rule.  64
+    distinct blocks of 4096 rows are cycled (enough to be realistic for a
+    reader and a learner, fast to write)."""
+    rng = np.random.RandomState(seed)
+    w = rng.standard_normal(n_features) * (rng.rand(n_features) < 0.01)
+    blocks = []
+    for _ in range(64):
+        lines = []
+        for _ in range(4096):
+            idx = np.unique(np.minimum(rng.zipf(1.3, 30), n_features) - 1)
+            idx = np.unique((idx * 2654435761) % n_features)  # spread like a hash
+            counts = rng.randint(1, 4, idx.shape[0])
+            label = 1 if w[idx] @ counts + 0.1 * rng.standard_normal() > 0 else -1
+            lines.append(f"{label} " + " ".join(f"{i}:{c}" for i, c in zip(idx, counts)))
+        blocks.append(("\n".join(lines) + "\n").encode())
+    written = 0
+    with open(path, "wb") as f:
+        while written < n_bytes:
+            block = blocks[(written // len(blocks[0])) % len(blocks)]
+            f.write(block)
+            written += len(block)
+    return written
+
+
+MEMORY_SCRIPT = """
+import resource, sys, time
+from sklearn_adaprox import AdaGradClassifier
+from sklearn_adaprox.stream import SvmlightStream, fit_stream
+stream = SvmlightStream(sys.argv[1], 2**20, chunk_size=10000, zero_based=True)
+start = time.perf_counter()
+history = fit_stream(AdaGradClassifier(), stream, classes=[-1, 1])
+print(int(history["rows"][-1]), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+      time.perf_counter() - start, history["progressive_score"][-1])
+"""
+
+
+@pytest.mark.skipif(os.environ.get("SKLEARN_ADAPROX_MEMORY_TEST") != "1",
+                    reason="writes and streams a 2 GB file; set SKLEARN_ADAPROX_MEMORY_TEST=1")
+def test_memory_does_not_grow_with_the_file(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "big.svm"
+    size = write_text_like_svmlight(path, 2 * 10**9)
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    r = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(path)],
+                       capture_output=True, text=True, env=env, timeout=3600)
+    assert r.returncode == 0, r.stderr
+    rows, peak_mb, seconds, accuracy = map(float, r.stdout.split())
+    print(f"\n{size / 1e9:.2f} GB, {rows:.0f} rows in {seconds:.1f} s: peak RSS {peak_mb:.0f} MB")
+    assert peak_mb < 400
+    assert accuracy > 0.6  # it learned something from the stream
