@@ -76,7 +76,9 @@ def _decompressed(path, tmp_path):
 
 def test_auto_base_query_id_comments(tmp_path):
     X, y = make_sparse(50, 10)
+    X = X.tolil()
     X[0, 0] = 2.5  # an index 0 in the first line: "auto" means zero-based
+    X = X.tocsr()
     qid = np.repeat(np.arange(10), 5)
     path = write_svmlight(tmp_path / "q.svm", X, y, True, query_id=qid, comment="made here")
     text = path.read_text().splitlines()
