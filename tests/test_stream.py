@@ -441,3 +441,14 @@ def test_memory_does_not_grow_with_the_file(tmp_path):
     print(f"\n{size / 1e9:.2f} GB, {rows:.0f} rows in {seconds:.1f} s: peak RSS {peak_mb:.0f} MB")
     assert peak_mb < 400
     assert accuracy > 0.6  # it learned something from the stream
+
+
+def test_bundled_a9a_equals_load_svmlight_file():
+    # real data shipped with the package: one-based, "auto" must find it
+    path = pathlib.Path(__file__).resolve().parents[1] / "sklearn_adaprox/datasets/data/a9a.svm.gz"
+    X_ref, y_ref = load_svmlight_file(str(path), n_features=123)
+    stream = SvmlightStream(path, 123, chunk_size=5000)
+    X, y, chunks = read_all(stream)
+    assert stream.zero_based_ is False and len(chunks) == 7
+    assert np.array_equal(X.indptr, X_ref.indptr) and np.array_equal(X.indices, X_ref.indices)
+    assert np.array_equal(X.data, X_ref.data) and np.array_equal(y, y_ref)
