@@ -1,0 +1,101 @@
+"""Hostile inputs never crash the process, corrupt memory or leave a damaged
+model: every case of ``hostile_cases.py``, for every estimator
+configuration and every method, behaves as documented.
+
+* malformed sparse structure (CSR, CSC, COO; bad indices, indptr, lengths,
+  arrays replaced after construction, out-of-range index dtypes) raises
+  ``ValueError("Malformed sparse matrix X: ...")``;
+* non-finite X, y or sample_weight raise scikit-learn's ValueError; huge
+  values are refused naming the input and suggesting scaling, or learnt
+  (never a NaN or all-zero model); invalid class weights, labels and shapes
+  raise ValueError; an over-wide X raises (MemoryError or ValueError);
+* after any exception the estimator's pickled bytes are unchanged, and a
+  prediction method never changes them;
+* valid variants (strided arrays, other index dtypes and formats, unsorted
+  or duplicated entries, read-only or memory-mapped state) give the model
+  (or the predictions) of their canonical twin.
+
+The cases run in worker subprocesses, one per configuration (see
+``hostile_cases.run_jobs``): a crash fails the tests of that configuration
+instead of killing the test session, and the configuration is then run
+again job by job in forked children so the failure names the culprit.
+"""
+import functools
+
+import pytest
+
+import hostile_cases as hc
+
+
+@functools.lru_cache(maxsize=None)
+def outcomes_of(config):
+    """{(case, method): outcome} of every job of one configuration, from one
+    worker subprocess (computed once, when the first test needs it)."""
+    results = hc.run_jobs(hc.all_jobs(configs=[config]), isolate="batch")
+    return {(r["job"][1], r["job"][2]): r for r in results}
+
+
+PAIRS = [
+    (config, name)
+    for config in hc.CONFIGS
+    for name, case in hc.CASES.items()
+    if case.family != "selfcheck" and any(case.applies(config, m) for m in hc.METHODS)
+]
+
+
+def _describe(method, result):
+    text = f"{method}: {result['outcome']}"
+    if result.get("detail"):
+        text += f" ({result['detail']})"
+    if result.get("error"):
+        text += f" [{result['error']['type']}: {result['error']['message'][:200]}]"
+    return text
+
+
+@pytest.mark.parametrize("config, case_name", PAIRS, ids=[f"{c}-{n}" for c, n in PAIRS])
+def test_hostile_input(config, case_name):
+    case = hc.CASES[case_name]
+    results = outcomes_of(config)
+    failures = []
+    for method in hc.METHODS:
+        if not case.applies(config, method):
+            continue
+        result = results[(case_name, method)]
+        if result["outcome"] not in case.expected:
+            failures.append(_describe(method, result))
+        elif result["outcome"] == "clean_error" and result["message_ok"] is False:
+            failures.append(_describe(method, result) + " -- not the documented message")
+    assert not failures, (
+        f"{case_name} ({case.family}) on {config}: expected {case.expected}\n"
+        + "\n".join(failures)
+    )
+
+
+def test_every_malformed_structure_reaches_every_estimator_and_method():
+    """The issue's list: each malformed-CSR case is tried on every
+    configuration with fit, partial_fit, predict and decision_function."""
+    malformed = [n for n, c in hc.CASES.items() if c.family == "sparse_structure"]
+    assert len(malformed) >= 20
+    for config in hc.CONFIGS:
+        wanted = {"fit", "partial_fit", "partial_fit_fitted", "predict"}
+        if hc.config_task(config) != "regression":
+            wanted.add("decision_function")
+        for name in malformed:
+            applied = {m for m in hc.METHODS if hc.CASES[name].applies(config, m)}
+            assert wanted <= applied, (config, name, wanted - applied)
+
+
+def test_harness_detects_crash_heap_report_and_acceptance():
+    """The harness itself: a segfault is a crash named at its job (the batch
+    is re-run job by job), an allocator report is corruption, an accepted
+    input that must be refused is silent_wrong, and the other jobs of the
+    batch are unaffected."""
+    jobs = [
+        ("adagrad", "base_data_sparse", "fit"),
+        ("adagrad", "selfcheck_segfault", "fit"),
+        ("adagrad", "selfcheck_heap_report", "predict"),
+        ("adagrad", "selfcheck_valid_input_must_be_refused", "fit"),
+        ("adagrad", "base_data_dense", "predict"),
+    ]
+    outcomes = [r["outcome"] for r in hc.run_jobs(jobs, isolate="batch")]
+    assert outcomes == ["ok", "crash", "corruption", "silent_wrong", "ok"]
