@@ -1154,7 +1154,7 @@ def _fitted_model_problem(est, require_learning):
 class Context:
     """Per-configuration state of a worker: base data and the fitted model."""
 
-    def __init__(self, config, n_features=N_FEATURES):
+    def __init__(self, config, n_features=N_FEATURES, tmpdir=None):
         self.config = config
         self.base = base_data(config_task(config), n_features)
         with warnings.catch_warnings():
@@ -1164,7 +1164,8 @@ class Context:
         # dumped once here, in the worker, so forked children only load it
         import joblib
 
-        self._mmap_dir = tempfile.mkdtemp(prefix="hostile_mmap_")
+        # in the caller's directory, which outlives a worker that crashes
+        self._mmap_dir = tempfile.mkdtemp(prefix="hostile_mmap_", dir=tmpdir)
         self._mmap_path = os.path.join(self._mmap_dir, "model.joblib")
         joblib.dump(est, self._mmap_path)
 
@@ -1344,12 +1345,32 @@ def _classify_death(status_text, stderr_text):
     return "crash"
 
 
-def _run_forked(ctx, case, method, timeout):
-    """run_job in a forked child: a crash or a hang costs only the child."""
+def _malloc_trim():
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+class _ChildTeardown(BaseException):
+    """Unwinds a forked child to a normal interpreter exit (see _run_forked)."""
+
+
+def _run_forked(ctx, case, method, timeout, teardown=False):
+    """run_job in a forked child: a crash or a hang costs only the child.
+
+    With ``teardown``, a child that accepted an input it should have refused
+    exits through the interpreter's normal finalisation (~0.1 s) instead of
+    ``os._exit``: freeing every object is when an out-of-bounds write into a
+    long-lived neighbour shows, and that is then reported as corruption.
+    """
     read_fd, write_fd = os.pipe()
     err = tempfile.TemporaryFile()
     pid = os.fork()
     if pid == 0:  # child
+        finalise = False
         try:
             os.close(read_fd)
             os.dup2(err.fileno(), 2)
@@ -1357,12 +1378,21 @@ def _run_forked(ctx, case, method, timeout):
                 payload = run_job(ctx, case, method)
             except BaseException as exc:
                 payload = {"outcome": "harness_error", "detail": repr(exc)}
-            # (run_job's objects are freed on return: a damaged heap may abort here)
+            # run_job's objects are freed on return; malloc_trim then walks
+            # the allocator's free lists, so heap damage that the frees did not
+            # trip over aborts here, charged to this job, instead of passing
+            _malloc_trim()
             data = json.dumps(payload).encode()
             while data:
                 data = data[os.write(write_fd, data):]
-        finally:
+            os.close(write_fd)
+            finalise = teardown and payload.get("outcome") == "silent_wrong"
+        except BaseException:
+            os._exit(1)
+        if not finalise:
             os._exit(0)
+        sys.stdout = open(os.devnull, "w")  # nothing of the worker's protocol
+        raise _ChildTeardown
     os.close(write_fd)
     chunks, deadline, timed_out = [], time.monotonic() + timeout, False
     while True:
@@ -1388,6 +1418,8 @@ def _run_forked(ctx, case, method, timeout):
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         how = f"killed by {signal.Signals(sig).name}" if sig else (
             f"exited with status {os.WEXITSTATUS(status)} without a result")
+        if chunks:  # it reported, then died while freeing its objects
+            how += f" at exit after {json.loads(b''.join(chunks))['outcome']}"
         return {"outcome": _classify_death(how, stderr_text),
                 "detail": f"{how}: {_summarise_stderr(stderr_text)}"}
     payload = json.loads(b"".join(chunks))
@@ -1401,25 +1433,32 @@ def worker_main():
     """Read {"jobs": [[config, case, method], ...], "isolate": ..., "timeout": ...}
     from stdin; print one JSON line per job start and per result."""
     request = json.loads(sys.stdin.read())
+    worker_pid = os.getpid()
     _limit_memory()
     contexts = {}
     out = sys.stdout
     try:
         for i, (config, case_name, method) in enumerate(request["jobs"]):
+            if os.getpid() != worker_pid:  # a forked child finishing its teardown
+                break
             print(json.dumps({"i": i, "start": True}), file=out, flush=True)
             if config not in contexts:
-                contexts[config] = Context(config)
+                contexts[config] = Context(config, tmpdir=request.get("tmpdir"))
             ctx = contexts[config]
             start = time.perf_counter()
             if request["isolate"] == "fork":
-                result = _run_forked(ctx, case_name, method, request["timeout"])
+                result = _run_forked(ctx, case_name, method, request["timeout"],
+                                     request.get("teardown", False))
             else:
                 result = run_job(ctx, case_name, method)
             result["seconds"] = round(time.perf_counter() - start, 4)
             print(json.dumps({"i": i, "result": result}), file=out, flush=True)
+    except _ChildTeardown:
+        return  # a forked child: on to the interpreter's exit
     finally:
-        for ctx in contexts.values():
-            ctx.close()
+        if os.getpid() == worker_pid:  # the contexts belong to the worker
+            for ctx in contexts.values():
+                ctx.close()
 
 
 def fuzz_case(request):
@@ -1458,7 +1497,7 @@ def serve_main():
         request = pickle.loads(stdin.read(int.from_bytes(header, "little")))
         key = (request["config"], request["n_features"])
         if key not in contexts:
-            contexts[key] = Context(*key)
+            contexts[key] = Context(*key, tmpdir=request.get("tmpdir"))
         result = _run_forked(contexts[key], fuzz_case(request), request["method"],
                              request.get("timeout", 30.0))
         print(json.dumps(result), flush=True)
@@ -1472,12 +1511,15 @@ class FuzzServer:
     def __init__(self, python=None):
         self._args = [python or sys.executable, os.path.abspath(__file__), "--serve"]
         self._proc = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="hostile_fuzz_")
 
     def run(self, request):
+        """The outcome dict of one request (see ``fuzz_case``): keys config,
+        method, n_features, shape, data, indices, indptr, strided, canonical, y."""
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(self._args, stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, env=worker_env())
-        frame = pickle.dumps(request)
+        frame = pickle.dumps({**request, "tmpdir": self._tmp.name})
         try:
             self._proc.stdin.write(len(frame).to_bytes(8, "little") + frame)
             self._proc.stdin.flush()
@@ -1496,6 +1538,7 @@ class FuzzServer:
             self._proc.stdin.close()
             self._proc.wait(timeout=60)
             self._proc = None
+        self._tmp.cleanup()
 
 
 # ---------------------------------------------------------------------------
@@ -1511,6 +1554,8 @@ def worker_env(malloc_check=False):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     # one thread per worker: fork-safe, and the machine is shared
     env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    # glibc writes its fatal heap reports to the terminal unless told otherwise
+    env["LIBC_FATAL_STDERR_"] = "1"
     if malloc_check:
         # glibc's checking allocator: heap damage aborts with a report at the
         # next malloc/free, close to the job that caused it
@@ -1523,7 +1568,7 @@ def worker_env(malloc_check=False):
     return env
 
 
-def _run_worker(jobs, isolate, timeout, env, python):
+def _run_worker(jobs, isolate, timeout, env, python, teardown=False):
     """Results of ``jobs`` from one worker: a list with None for the jobs
     that never finished, and the index of the job running when the worker
     died (None if it did not)."""
@@ -1531,8 +1576,15 @@ def _run_worker(jobs, isolate, timeout, env, python):
         [python, os.path.abspath(__file__), "--worker"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     )
-    proc.stdin.write(json.dumps({"jobs": jobs, "isolate": isolate,
-                                 "timeout": timeout}).encode())
+    with tempfile.TemporaryDirectory(prefix="hostile_worker_") as tmpdir:
+        return _talk_to_worker(proc, jobs, {"jobs": jobs, "isolate": isolate,
+                                            "timeout": timeout, "teardown": teardown,
+                                            "tmpdir": tmpdir})
+
+
+def _talk_to_worker(proc, jobs, request):
+    timeout, isolate = request["timeout"], request["isolate"]
+    proc.stdin.write(json.dumps(request).encode())
     proc.stdin.close()
     results, running, buffer = [None] * len(jobs), None, b""
     # a worker that stops reporting for this long is hung: the fork mode has
@@ -1578,49 +1630,60 @@ def _run_worker(jobs, isolate, timeout, env, python):
 
 
 def run_jobs(jobs, isolate="batch", timeout=30.0, malloc_check=False, python=None,
-             progress=None):
+             progress=None, teardown=False, one_worker=False):
     """Run jobs ``(config, case, method)``; returns their outcome dicts in
-    order (each with "job" added).
+    order (each with "job" and the "isolate" mode that produced it added).
 
-    ``isolate="batch"``: one worker per configuration runs its jobs in
-    process; if it dies, the configuration is run again with
-    ``isolate="fork"``.  ``isolate="fork"``: every job runs in its own forked
-    child of the worker.
+    ``isolate="batch"``: a worker runs the jobs in process, one worker per
+    configuration (or one for all of them with ``one_worker``, which saves
+    the start-up of the others); when a worker dies, every job of the
+    configuration it was running is run again with ``isolate="fork"`` (a
+    batch crash may come from an earlier job of that configuration), and the
+    other configurations go on in a new batch worker.  ``isolate="fork"``:
+    every job runs in its own forked child of the worker, so a crash is
+    named at its job.  ``teardown`` (fork mode): see ``_run_forked``.
     """
     python = python or sys.executable
     env = worker_env(malloc_check)
+    results = [None] * len(jobs)
+    modes = {}
+
+    def run(indices, mode):
+        """Fill results[i] for the indices (all of one mode)."""
+        todo = list(indices)
+        while todo:
+            out, crashed_at = _run_worker([list(jobs[i]) for i in todo], mode, timeout,
+                                          env, python, teardown)
+            if crashed_at is not None and mode == "batch":
+                culprit = jobs[todo[crashed_at]][0]
+                run([i for i in indices if jobs[i][0] == culprit], "fork")
+                for i, r in zip(todo, out):
+                    if r is not None and jobs[i][0] != culprit:
+                        results[i], modes[i] = r, mode
+                todo = [i for i in todo if jobs[i][0] != culprit and results[i] is None]
+                continue
+            for i, r in zip(todo, out):
+                if r is not None:
+                    results[i], modes[i] = r, mode
+            # in fork mode the worker itself should not die; if it does, go on
+            # after the job it was running (that job has its crash result)
+            todo = [i for i in todo if results[i] is None]
+            if crashed_at is None:
+                for i in todo:  # the worker hung or vanished between jobs
+                    results[i], modes[i] = {"outcome": "crash", "detail": "worker stopped"}, mode
+                todo = []
+
     by_config = {}
     for index, job in enumerate(jobs):
         by_config.setdefault(job[0], []).append(index)
-    results = [None] * len(jobs)
-    for config, indices in by_config.items():
-        config_jobs = [list(jobs[i]) for i in indices]
-        mode = isolate
-        todo = list(range(len(config_jobs)))
-        out = [None] * len(config_jobs)
-        while todo:
-            partial, crashed_at = _run_worker([config_jobs[t] for t in todo], mode, timeout,
-                                              env, python)
-            if crashed_at is not None and mode == "batch":
-                # name the culprit: every job of this configuration again, each
-                # in its own child (a batch crash may come from an earlier job)
-                mode, todo, out = "fork", list(range(len(config_jobs))), [None] * len(out)
-                continue
-            for t, r in zip(todo, partial):
-                out[t] = r
-            # in fork mode the worker itself should not die; if it does, go on
-            # after the job it was running
-            todo = [t for t in todo if out[t] is None]
-            if crashed_at is None and todo:
-                for t in todo:  # worker hung or vanished without a running job
-                    out[t] = {"outcome": "crash", "detail": "worker stopped"}
-                todo = []
-        for i, r in zip(indices, out):
-            r["job"] = list(jobs[i])
-            r["isolate"] = mode
-            results[i] = r
+    groups = [list(range(len(jobs)))] if one_worker else list(by_config.values())
+    for group in groups:
+        run(group, isolate)
         if progress:
-            progress(config, [results[i] for i in indices])
+            for config in dict.fromkeys(jobs[i][0] for i in group):
+                progress(config, [results[i] for i in by_config[config]])
+    for i, r in enumerate(results):
+        r["job"], r["isolate"] = list(jobs[i]), modes[i]
     return results
 
 

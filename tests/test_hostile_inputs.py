@@ -20,19 +20,24 @@ The cases run in worker subprocesses, one per configuration (see
 instead of killing the test session, and the configuration is then run
 again job by job in forked children so the failure names the culprit.
 """
-import functools
-
 import pytest
 
 import hostile_cases as hc
 
 
-@functools.lru_cache(maxsize=None)
-def outcomes_of(config):
-    """{(case, method): outcome} of every job of one configuration, from one
-    worker subprocess (computed once, when the first test needs it)."""
-    results = hc.run_jobs(hc.all_jobs(configs=[config]), isolate="batch")
-    return {(r["job"][1], r["job"][2]): r for r in results}
+def _config_of(item):
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("config") if callspec else None
+
+
+@pytest.fixture(scope="module")
+def outcomes(request):
+    """{(config, case, method): outcome} of every job of the configurations
+    selected in this session, from one worker subprocess (computed once)."""
+    configs = sorted({_config_of(item) for item in request.session.items
+                      if item.module is request.module} - {None})
+    results = hc.run_jobs(hc.all_jobs(configs=configs), isolate="batch", one_worker=True)
+    return {tuple(r["job"]): r for r in results}
 
 
 PAIRS = [
@@ -53,14 +58,13 @@ def _describe(method, result):
 
 
 @pytest.mark.parametrize("config, case_name", PAIRS, ids=[f"{c}-{n}" for c, n in PAIRS])
-def test_hostile_input(config, case_name):
+def test_hostile_input(config, case_name, outcomes):
     case = hc.CASES[case_name]
-    results = outcomes_of(config)
     failures = []
     for method in hc.METHODS:
         if not case.applies(config, method):
             continue
-        result = results[(case_name, method)]
+        result = outcomes[(config, case_name, method)]
         if result["outcome"] not in case.expected:
             failures.append(_describe(method, result))
         elif result["outcome"] == "clean_error" and result["message_ok"] is False:
