@@ -25,18 +25,21 @@ import pytest
 import hostile_cases as hc
 
 
-def _config_of(item):
+def _pair_of(item):
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("config") if callspec else None
+    if callspec is None or "case_name" not in callspec.params:
+        return None
+    return callspec.params["config"], callspec.params["case_name"]
 
 
 @pytest.fixture(scope="module")
 def outcomes(request):
-    """{(config, case, method): outcome} of every job of the configurations
-    selected in this session, from one worker subprocess (computed once)."""
-    configs = sorted({_config_of(item) for item in request.session.items
-                      if item.module is request.module} - {None})
-    results = hc.run_jobs(hc.all_jobs(configs=configs), isolate="batch", one_worker=True)
+    """{(config, case, method): outcome} of every job of the tests selected
+    in this session, from one worker subprocess (computed once)."""
+    selected = {_pair_of(item) for item in request.session.items
+                if item.module is request.module}
+    jobs = [job for job in hc.all_jobs() if (job[0], job[1]) in selected]
+    results = hc.run_jobs(jobs, isolate="batch", one_worker=True)
     return {tuple(r["job"]): r for r in results}
 
 
@@ -44,7 +47,8 @@ PAIRS = [
     (config, name)
     for config in hc.CONFIGS
     for name, case in hc.CASES.items()
-    if case.family != "selfcheck" and any(case.applies(config, m) for m in hc.METHODS)
+    if case.family != "selfcheck" and case.in_tests
+    and any(case.applies(config, m) for m in hc.METHODS)
 ]
 
 
