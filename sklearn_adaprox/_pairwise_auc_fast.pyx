@@ -528,9 +528,11 @@ def run_epoch(PairwiseAUCProblem problem,
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
                      problem.coef.shape[0], y.shape[0], sample_weight, order)
     # the call's workspaces were sized for at most max_steps rows of at most
-    # max_row_nnz non-zeros
-    if order.shape[0] > problem.max_steps or longest_row(
-            X_indptr, is_dense, n_features, y.shape[0]) > problem.max_row_nnz:
+    # max_row_nnz non-zeros, and at most n_features of them (a longer row
+    # repeats a column: duplicates must have been summed)
+    cdef Py_ssize_t longest = longest_row(X_indptr, is_dense, n_features, y.shape[0])
+    if (order.shape[0] > problem.max_steps or longest > problem.max_row_nnz
+            or longest > n_features):
         raise ValueError("The rows exceed the capacity the problem was built for.")
     cdef Loss loss = problem.loss
     cdef double* w = &problem.coef[0]
