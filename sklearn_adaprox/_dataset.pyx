@@ -116,21 +116,31 @@ def _scan_indices(const index_t[::1] indices, const index_t[::1] indptr,
     index wraps to a huge unsigned one, so one comparison tests both ends),
     then the descents counted across row boundaries are taken back, one
     comparison per row.  With ``indptr=None``: the entries outside only."""
-    cdef Py_ssize_t k, i, r, nnz = indices.shape[0], outside = 0, descents = 0
+    cdef Py_ssize_t k, i, r, start, stop, nnz = indices.shape[0]
+    cdef Py_ssize_t outside = 0, descents = 0
     cdef Py_ssize_t n_rows = indptr.shape[0] - 1 if indptr is not None else 0
     cdef uint64_t limit = <uint64_t> bound
+    cdef uint32_t block_outside, block_descents
     if nnz == 0:
         return 0, 0
     with nogil:
-        if index_t is int32_t:
-            # int32: the unsigned comparison stays 32 bits wide (SSE2 has it)
-            for k in range(1, nnz):
-                outside += <uint32_t> indices[k] >= <uint32_t> limit
-                descents += indices[k] <= indices[k - 1]
-        else:
-            for k in range(1, nnz):
-                outside += <uint64_t> indices[k] >= limit
-                descents += indices[k] <= indices[k - 1]
+        # Counted in 32-bit lanes, block by block: widening every comparison
+        # to a 64-bit count made the loop five times slower.
+        for start in range(1, nnz, 1 << 24):
+            stop = min(start + (1 << 24), nnz)
+            block_outside = 0
+            block_descents = 0
+            if index_t is int32_t:
+                # int32: the unsigned comparison stays 32 bits wide (SSE2 has it)
+                for k in range(start, stop):
+                    block_outside += <uint32_t> indices[k] >= <uint32_t> limit
+                    block_descents += indices[k] <= indices[k - 1]
+            else:
+                for k in range(start, stop):
+                    block_outside += <uint64_t> indices[k] >= limit
+                    block_descents += indices[k] <= indices[k - 1]
+            outside += block_outside
+            descents += block_descents
         outside += <uint64_t> <int64_t> indices[0] >= limit
         # a row boundary r (0 < r < nnz) after a non-empty row: not a descent
         for i in range(1, n_rows):
