@@ -12,6 +12,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, lstsq
+from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -26,6 +27,8 @@ from ._rda_fast import NEVER, RDAProblem, run_epoch
 # Cap on the iterations of one local phase (each is one Newton or one
 # reduced-gradient step with its line search).
 MAX_LOCAL_ITER = 200
+# With tol=None a local phase runs until its violation is at round-off.
+ROUNDOFF = 1e-12
 # Line search: Armijo constant and maximum number of halvings.
 ARMIJO = 1e-4
 MAX_HALVINGS = 50
@@ -140,23 +143,53 @@ class _Surrogate:
     def objective(self, w, b, lam):
         return self.value(self.matvec(w) + b) + lam * np.abs(w).sum()
 
-    def optimality(self, w, b, lam, fit_intercept, dl=None):
-        """delta(w) of Lee & Wright (52): ||r|| / sqrt(n), with the
-        minimum-norm subgradient residual ``r``; n counts the intercept."""
-        if dl is None:
-            _, dl, _ = self.derivatives(self.matvec(w) + b)
-        g = self.rmatvec(dl)
-        return _delta(g, dl.sum(), w, lam, fit_intercept)
+    def gradient(self, w, b):
+        """Gradient of f at (w, b): (g, g_b)."""
+        _, dl, _ = self.derivatives(self.matvec(w) + b)
+        return self.rmatvec(dl), float(dl.sum())
+
+    def measures(self, w, b, lam, fit_intercept, scale):
+        """(delta, violation) of the model (w, b): see ``_measures``."""
+        g, g_b = self.gradient(w, b)
+        return _measures(g, g_b, w, lam, fit_intercept, scale)
 
 
-def _delta(g, g_b, w, lam, fit_intercept):
-    r = np.where(w != 0, g + lam * np.sign(w), _soft(g, lam))
-    sq = float(r @ r)
-    n = w.shape[0]
-    if fit_intercept:
-        sq += float(g_b) ** 2
-        n += 1
-    return np.sqrt(sq) / np.sqrt(max(n, 1))
+def _residual(g, w, lam):
+    """Minimum-norm subgradient of ``f + lam ||w||_1`` in the features:
+    ``g_i + lam sign(w_i)`` off zero, ``soft(g_i, lam)`` at zero."""
+    return np.where(w != 0, g + lam * np.sign(w), _soft(g, lam))
+
+
+def _measures(g, g_b, w, lam, fit_intercept, scale):
+    """The two optimality measures of a model, from its gradient.
+
+    * ``delta = ||r|| / sqrt(n)``, the paper's eq. (52), ``n`` counting the
+      intercept: reported (``optimality_``), not the stopping test, because
+      dividing by ``sqrt(n_features + 1)`` makes any model look optimal when
+      most columns are empty (hashed text, 2**20 columns);
+    * ``violation = max(|r_i|, |r_b|) / scale``: the largest violation of an
+      optimality condition, relative to ``scale`` (``alpha``, see
+      ``_violation_scale``).  Empty columns leave it unchanged.
+    """
+    r = _residual(g, w, lam)
+    r_b = float(g_b) if fit_intercept else 0.0
+    n = w.shape[0] + (1 if fit_intercept else 0)
+    delta = np.sqrt(float(r @ r) + r_b**2) / np.sqrt(max(n, 1))
+    worst = max(float(np.abs(r).max(initial=0.0)), abs(r_b))
+    return delta, worst / scale
+
+
+def _violation_scale(S, lam, fit_intercept):
+    """Unit of the violation: ``alpha`` (the optimality condition of a zero
+    weight is ``|g_i| <= alpha``, so ``violation <= tol`` says every
+    condition holds to a fraction ``tol`` of the penalty).  With ``alpha = 0``
+    there is no penalty to compare with: the largest gradient entry at
+    ``w = 0, b = 0`` (relative to the start, as LIBLINEAR's tolerance)."""
+    if lam > 0:
+        return lam
+    g, g_b = S.gradient(np.zeros(S.n_features), 0.0)
+    start = max(float(np.abs(g).max(initial=0.0)), abs(g_b) if fit_intercept else 0.0)
+    return start if start > 0 else 1.0
 
 
 class _Restricted:
@@ -212,6 +245,37 @@ class _Restricted:
             H[-1, -1] = dd.sum()
         return H
 
+    def hessian_operator(self, dd, F, fit_intercept):
+        """``v -> H v`` for the Hessian of ``hessian`` without forming it
+        (two products with the columns A[F] per call)."""
+        k = F.shape[0]
+        if self.XA is not None:
+            XF = self.XA[:, F]
+            fwd = lambda v: np.asarray(XF @ v).ravel()
+            back = lambda z: np.asarray(XF.T @ z).ravel()
+        else:
+            cols = self.A[F]
+            S = self.S
+
+            def fwd(v):
+                out = np.empty(S.n_samples)
+                for lo, hi, Xb in S._blocks():
+                    out[lo:hi] = Xb[:, cols] @ v
+                return out
+
+            def back(z):
+                out = np.zeros(k)
+                for lo, hi, Xb in S._blocks():
+                    out += np.asarray(Xb[:, cols].T @ z[lo:hi]).ravel()
+                return out
+
+        def apply(v):
+            z = fwd(v[:k]) + (v[k] if fit_intercept else 0.0)
+            z *= dd
+            hv = back(z)
+            return np.append(hv, z.sum()) if fit_intercept else hv
+        return apply
+
     def hessian_diagonal(self, dd, F, fit_intercept):
         if self.XA is not None:
             XF = self.XA[:, F]
@@ -229,44 +293,78 @@ class _Restricted:
         return h
 
 
-def local_phase(S, lam, w_start, b_start, M, *, tol, max_newton_support,
+def _newton_direction(R, dd, F, r, fit_intercept, max_direct):
+    """Solve ``H p = -r`` on the free coordinates: Cholesky up to
+    ``max_direct`` of them, beyond that conjugate gradients on Hessian-vector
+    products (an inexact Newton step: forming and factoring a large dense
+    Hessian would cost more than the rest of the fit), preconditioned by the
+    Hessian diagonal."""
+    if F.shape[0] <= max_direct:
+        H = R.hessian(dd, F, fit_intercept)
+        scale = max(np.trace(H) / H.shape[0], 1e-300)
+        H[np.diag_indices_from(H)] += 1e-12 * scale
+        try:
+            return -cho_solve(cho_factor(H, lower=True, check_finite=False), r,
+                              check_finite=False)
+        except (LinAlgError, ValueError):
+            return -lstsq(H, r)[0]
+    apply = R.hessian_operator(dd, F, fit_intercept)
+    h = R.hessian_diagonal(dd, F, fit_intercept)
+    h = np.maximum(h, 1e-12 * max(h.max(initial=0.0), 1e-300))
+    k = r.shape[0]
+    # forcing term min(0.5, sqrt(|r|)): superlinear near the solution
+    # (Eisenstat & Walker), loose far from it
+    rtol = min(0.5, np.sqrt(np.linalg.norm(r)))
+    step, _ = cg(LinearOperator((k, k), matvec=apply, dtype=np.float64), -r,
+                 rtol=rtol, maxiter=max(50, min(k, 500)),
+                 M=LinearOperator((k, k), matvec=lambda v: v / h, dtype=np.float64))
+    return step
+
+
+def local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
                 fit_intercept, record=None):
-    """Minimise ``f + lam ||w||_1`` over vectors supported in ``M``.
+    """Minimise ``f + lam ||w||_1`` starting on the support ``M``.
 
     An iteration takes one of two steps (the scheme of LPS, Wright 2010):
 
     * **reduced Newton step** on the current sign pattern: the non-zero
       coordinates (and the intercept) move along ``-H^{-1} r``, ``H`` the
       Hessian of ``f`` on those coordinates only, ``r = g + lam sign(w)``
-      the reduced gradient; the zero coordinates stay at zero.  Beyond
-      ``max_newton_support`` non-zeros, a reduced gradient step instead.
-      The line search (backtracking, Armijo) projects each trial point on
-      the orthant of the pattern: a coordinate whose sign would flip is set
-      to zero, i.e. dropped to a smaller sub-manifold;
+      the reduced gradient; the zero coordinates stay at zero (beyond
+      ``max_newton_support`` non-zeros the system is solved by conjugate
+      gradients).  The line search (backtracking, Armijo) projects each
+      trial point on the orthant of the pattern: a coordinate whose sign
+      would flip is set to zero, i.e. dropped to a smaller sub-manifold;
     * **reduced gradient (proximal) step** on all of ``M``, scaled by the
       diagonal of the Hessian, ``w_i <- soft(w_i - a g_i / h_i, a lam / h_i)``,
       when the zero coordinates of ``M`` that violate optimality
       (``|g_i| > lam``) carry the larger part of the residual.  This is the
-      only way a coordinate becomes non-zero, and only inside ``M``: the
-      search never leaves the safeguarded support.
+      only way a coordinate becomes non-zero.
 
-    Stops with ``"converged"`` when ``delta <= tol`` (delta over all
-    coordinates, not only ``M``); ``"stalled"`` when the problem restricted
-    to ``M`` is solved (its own residual below ``tol / 2``) while ``delta``
-    is not (``M`` misses a coordinate), when a line search fails or after
-    ``MAX_LOCAL_ITER`` iterations.  ``record(delta, nnz)`` is called at
-    every iterate.
+    **Growing M** (the safeguard of this implementation; the paper leaves
+    "adding dimensionality as appropriate" open): when the problem
+    restricted to ``M`` is nearly solved (its largest violation below a
+    tenth of the largest one outside ``M``, or below half the target) but a
+    coordinate outside ``M`` violates optimality (``|g_i| > lam`` with
+    ``|r_i|`` above the target), the violating coordinates join ``M``,
+    the largest violations first and at most ``max(nnz, 16)`` at a time, as
+    active-set Newton methods do, and the phase continues from the current
+    point.  Each growth round lowers the objective, so the phase ends.
 
-    Returns ``(w, b, delta, objective, status, n_iter)``.
+    Stops with ``"converged"`` when ``violation <= tol`` (over all
+    coordinates, see ``_measures``); ``"stalled"`` when a line search fails
+    (round-off) or after ``MAX_LOCAL_ITER`` iterations.  With ``tol=None``
+    it runs to round-off (violation ``<= 1e-12``) and reports "stalled".
+    ``record(delta, violation, nnz)`` is called at every iterate.
+
+    Returns ``(w, b, delta, violation, objective, status, n_iter)``.
     """
     d = w_start.shape[0]
     A = np.flatnonzero(M)
     R = _Restricted(S, A)
     wA = np.asarray(w_start, dtype=np.float64)[A].copy()
     b = float(b_start) if fit_intercept else 0.0
-    target = 0.0 if tol is None else float(tol)
-    inner = max(0.5 * target, 1e-12)
-    n_dims = d + (1 if fit_intercept else 0)
+    target = ROUNDOFF * scale if tol is None else float(tol) * scale
     status = "stalled"
     m = R.matvec(wA) + b
     f, dl, dd = S.derivatives(m)
@@ -276,42 +374,56 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, max_newton_support,
         w_full[A] = wA
         g = S.rmatvec(dl)
         g_b = float(dl.sum())
-        delta = _delta(g, g_b, w_full, lam, fit_intercept)
+        delta, violation = _measures(g, g_b, w_full, lam, fit_intercept, scale)
         if record is not None:
-            record(delta, int(np.count_nonzero(wA)))
-        if delta <= target:
-            status = "converged"
+            record(delta, violation, int(np.count_nonzero(wA)))
+        if violation * scale <= target:
+            status = "converged" if tol is not None else status
+            break
+        if it >= MAX_LOCAL_ITER:
             break
         gA = g[A]
         nz = wA != 0
         r_nz = gA[nz] + lam * np.sign(wA[nz])
         r_zero = _soft(gA[~nz], lam)
-        sq_nz = float(r_nz @ r_nz) + (g_b**2 if fit_intercept else 0.0)
-        sq_zero = float(r_zero @ r_zero)
-        if np.sqrt((sq_nz + sq_zero) / n_dims) <= inner or it >= MAX_LOCAL_ITER:
-            break
+        inside = max(np.abs(r_nz).max(initial=0.0), np.abs(r_zero).max(initial=0.0),
+                     abs(g_b) if fit_intercept else 0.0)
+        r_out = _soft(g, lam)
+        r_out[A] = 0.0
+        outside = np.abs(r_out).max(initial=0.0)
+        if outside > target and inside <= max(0.5 * target, 0.1 * outside):
+            cand = np.flatnonzero(np.abs(r_out) > target)
+            k = max(int(np.count_nonzero(nz)), 16)
+            if cand.shape[0] > k:
+                cand = cand[np.argpartition(-np.abs(r_out[cand]), k - 1)[:k]]
+            M_new = np.zeros(d, dtype=bool)
+            M_new[A] = True
+            M_new[cand] = True
+            w_full = np.zeros(d)
+            w_full[A] = wA
+            A = np.flatnonzero(M_new)
+            R = _Restricted(S, A)
+            wA = w_full[A]
+            gA = g[A]
+            nz = wA != 0
+            r_nz = gA[nz] + lam * np.sign(wA[nz])
+            r_zero = _soft(gA[~nz], lam)
         it += 1
         phi = f + lam * np.abs(wA).sum()
         F = np.flatnonzero(nz)
-        newton = sq_zero <= sq_nz and 0 < F.shape[0] + fit_intercept and (
-            F.shape[0] <= max_newton_support)
+        sq_nz = float(r_nz @ r_nz) + (g_b**2 if fit_intercept else 0.0)
+        sq_zero = float(r_zero @ r_zero)
+        newton = sq_zero <= sq_nz and 0 < F.shape[0] + fit_intercept
         accepted = False
         if newton:
             r = np.append(r_nz, g_b) if fit_intercept else r_nz
-            H = R.hessian(dd, F, fit_intercept)
-            scale = max(np.trace(H) / H.shape[0], 1e-300)
-            H[np.diag_indices_from(H)] += 1e-12 * scale
-            try:
-                step = -cho_solve(cho_factor(H, lower=True, check_finite=False), r,
-                                  check_finite=False)
-            except (LinAlgError, ValueError):
-                step = -lstsq(H, r)[0]
+            step = _newton_direction(R, dd, F, r, fit_intercept, max_newton_support)
             sigma = np.sign(wA[F])
             step_w = step[: F.shape[0]]
             step_b = step[-1] if fit_intercept else 0.0
             slope0 = float(r @ step)
             a = 1.0
-            for _ in range(MAX_HALVINGS):
+            for _ in range(MAX_HALVINGS if slope0 < 0 else 0):
                 trial = wA[F] + a * step_w
                 trial[sigma * trial <= 0] = 0.0  # sign flip: set to zero, drop
                 wA_new = wA.copy()
@@ -330,7 +442,9 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, max_newton_support,
             hA = h[: A.shape[0]]
             a = 1.0
             for _ in range(MAX_HALVINGS):
-                wA_new = _soft(wA - a * gA / hA, a * lam / hA)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    # a column without curvature gives inf: rejected below
+                    wA_new = _soft(wA - a * gA / hA, a * lam / hA)
                 b_new = b - a * g_b / h[-1] if fit_intercept else 0.0
                 m_new = R.matvec(wA_new) + b_new
                 phi_new = S.value(m_new) + lam * np.abs(wA_new).sum()
@@ -346,7 +460,34 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, max_newton_support,
         f, dl, dd = S.derivatives(m)
     w = np.zeros(d)
     w[A] = wA
-    return w, b, delta, f + lam * np.abs(wA).sum(), status, it
+    return w, b, delta, violation, f + lam * np.abs(wA).sum(), status, it
+
+
+class _Records:
+    """The per-problem records of a call (``optimality_history_``,
+    ``violation_history_``, ``support_size_history_``), continued from the
+    fitted ones and stored back at the end."""
+
+    def __init__(self, est, k):
+        self.est, self.k = est, k
+        self.rows = [list(map(tuple, h[k])) for h in (
+            est.optimality_history_, est.violation_history_,
+            est.support_size_history_)]
+
+    def add(self, t, elapsed, delta, violation, nnz):
+        for rows, value in zip(self.rows, (delta, violation, nnz)):
+            rows.append((t, elapsed, value))
+
+    def close(self, t, elapsed, delta, violation, nnz):
+        """Record the returned model unless it is the last record."""
+        last = self.rows[0][-1] if self.rows[0] else None
+        if last is None or last[2] != delta or self.rows[2][-1][2] != nnz:
+            self.add(t, elapsed, delta, violation, nnz)
+
+    def store(self):
+        for h, rows in zip((self.est.optimality_history_, self.est.violation_history_,
+                            self.est.support_size_history_), self.rows):
+            h[self.k] = np.asarray(rows, dtype=np.float64).reshape(-1, 3)
 
 
 class RDAPlusClassifier(BaseOnlineLinearClassifier):
@@ -534,7 +675,7 @@ reservoir_weight_ : ndarray
     """
 
     # NaN for a problem no call has measured yet
-    _nan_allowed_state = ("optimality_",)
+    _nan_allowed_state = ("optimality_", "violation_")
 
     _parameter_constraints: dict = {
         **BaseOnlineLinearClassifier._parameter_constraints,
@@ -549,7 +690,8 @@ reservoir_weight_ : ndarray
     }
 
     # wall-clock records: excluded from exact state comparisons in the tests
-    _timing_attributes = ("optimality_history_", "support_size_history_")
+    _timing_attributes = ("optimality_history_", "violation_history_",
+                          "support_size_history_")
 
     def __init__(
         self,
@@ -618,6 +760,7 @@ reservoir_weight_ : ndarray
         self.rda_t_ = np.zeros(n_problems, dtype=np.int64)
         self.last_support_change_ = np.zeros(n_problems, dtype=np.int64)
         self.optimality_ = np.full(n_problems, np.nan)
+        self.violation_ = np.full(n_problems, np.nan)
         self.safeguard_support_ = np.zeros((n_problems, n_features), dtype=bool)
         self.next_switch_ = np.full(n_problems, -1, dtype=np.int64)
         self._reset_records(n_problems)
@@ -626,6 +769,7 @@ reservoir_weight_ : ndarray
         self.n_switches_ = np.zeros(n_problems, dtype=np.int64)
         self.switch_iter_ = [[] for _ in range(n_problems)]
         self.optimality_history_ = [np.zeros((0, 3)) for _ in range(n_problems)]
+        self.violation_history_ = [np.zeros((0, 3)) for _ in range(n_problems)]
         self.support_size_history_ = [np.zeros((0, 3)) for _ in range(n_problems)]
 
     def _problem(self, k):
@@ -651,7 +795,7 @@ reservoir_weight_ : ndarray
         return (w != 0) | (np.abs(g_bar) > self.rho * self.alpha)
 
     # ------------------------------------------------------------------
-    def _run_local_phase(self, k, S, clock, offset, opt_rec, sup_rec, extra=None):
+    def _run_local_phase(self, k, S, clock, offset, rec, scale, extra=None):
         w0, b0 = self._rda_iterate(k)
         M = self._safeguarded_support(k, w0)
         if extra is not None:
@@ -660,34 +804,31 @@ reservoir_weight_ : ndarray
         self.n_switches_[k] += 1
         self.switch_iter_[k].append(t)
 
-        def record(delta, nnz):
-            elapsed = offset + time.perf_counter() - clock
-            opt_rec.append((t, elapsed, delta))
-            sup_rec.append((t, elapsed, nnz))
+        def record(delta, violation, nnz):
+            rec.add(t, offset + time.perf_counter() - clock, delta, violation, nnz)
 
-        w, b, delta, obj, status, n_it = local_phase(
-            S, float(self.alpha), w0, b0, M, tol=self.tol,
+        w, b, delta, violation, obj, status, n_it = local_phase(
+            S, float(self.alpha), w0, b0, M, tol=self.tol, scale=scale,
             max_newton_support=self.max_newton_support,
             fit_intercept=self.fit_intercept, record=record,
         )
         if status != "converged" and extra is not None:
             # what a stalled phase learnt: its support and the coordinates
             # that violate optimality at its solution (|g_i| > alpha)
-            _, dl, _ = S.derivatives(S.matvec(w) + b)
-            extra |= (w != 0) | (np.abs(S.rmatvec(dl)) > self.alpha)
+            g, _ = S.gradient(w, b)
+            extra |= (w != 0) | (np.abs(g) > self.alpha)
         if self.verbose:
             print(
                 f"   local phase (problem {k}) at t={t}: |M|={int(M.sum())}, "
-                f"{n_it} iterations, {status}, delta {delta:.3g}, "
-                f"non-zeros {np.count_nonzero(w)}"
+                f"{n_it} iterations, {status}, violation {violation:.3g}, "
+                f"delta {delta:.3g}, non-zeros {np.count_nonzero(w)}"
             )
-        return w, b, delta, obj, status
+        return obj, w, b, delta, violation, status
 
     def _solve_problem(self, k, rows, X, y, sw, n_steps, seed, partial, clock,
                        offset):
         """All the work of binary problem k in this call."""
-        opt_rec = [tuple(r) for r in self.optimality_history_[k]]
-        sup_rec = [tuple(r) for r in self.support_size_history_[k]]
+        rec = _Records(self, k)
         lam = float(self.alpha)
         n = y.shape[0]
         rng = np.random.RandomState(seed)
@@ -704,28 +845,35 @@ reservoir_weight_ : ndarray
             stable = (int(self.rda_t_[k]) - int(self.last_support_change_[k]) + 1
                       >= self.tau)
             S = self._reservoir_surrogate(k) if self.local_phase else _Surrogate(X, y, sw)
-            if self.local_phase and stable and S is not None:
-                w, b, delta, _, _ = self._run_local_phase(
-                    k, S, clock, offset, opt_rec, sup_rec)
-            else:
-                delta = S.optimality(w, b, lam, self.fit_intercept) if S is not None else np.nan
-            self.coef_[k], self.intercept_[k], self.optimality_[k] = w, b, delta
-            self._store_records(k, opt_rec, sup_rec)
+            delta = violation = np.nan
+            if S is not None:
+                scale = _violation_scale(S, lam, self.fit_intercept)
+                if self.local_phase and stable:
+                    _, w, b, delta, violation, _ = self._run_local_phase(
+                        k, S, clock, offset, rec, scale)
+                else:
+                    delta, violation = S.measures(w, b, lam, self.fit_intercept, scale)
+            self.coef_[k], self.intercept_[k] = w, b
+            self.optimality_[k], self.violation_[k] = delta, violation
+            rec.store()
             return epochs
 
         S = _Surrogate(X, y, sw)
+        scale = _violation_scale(S, lam, self.fit_intercept)
         tol = self.tol
         # switching needs every sample seen once (and, after a stalled local
         # phase, one more pass); the schedule survives warm starts
         if self.next_switch_[k] < 0:
             self.next_switch_[k] = int(self.rda_t_[k]) + n_steps
         switch_from = int(self.next_switch_[k]) if self.local_phase else NEVER
-        best_local = None  # (objective, w, b, delta)
+        best_local = None  # (objective, w, b, delta, violation, status)
         extra = self.safeguard_support_[k]  # updated in place, see _run_local_phase
-        best_delta, no_improvement = np.inf, 0
+        best, no_improvement = np.inf, 0  # best violation seen
         converged = False
+        stop = "max_iter"
         for _ in range(self.max_iter):
-            best_before = best_delta
+            best_before = best
+            switched_in_epoch = False
             order = pass_order(n, rng, self.shuffle)
             pos, loss, weight = 0, 0.0, 0.0
             while pos < n:
@@ -738,14 +886,11 @@ reservoir_weight_ : ndarray
                 weight += w_
                 if not switched:
                     continue
-                w, b, delta, obj, status = self._run_local_phase(
-                    k, S, clock, offset, opt_rec, sup_rec, extra)
-                # the latest local solution: its support M contains the
-                # support of the earlier ones (safeguard_support_), so it is
-                # at least as good up to the solver's tolerance
-                best_local = (obj, w, b, delta)
-                best_delta = min(best_delta, delta)
-                if status == "converged":
+                switched_in_epoch = True
+                best_local = self._run_local_phase(
+                    k, S, clock, offset, rec, scale, extra)
+                best = min(best, best_local[4])
+                if best_local[-1] == "converged":
                     converged = True
                     break
                 switch_from = int(self.rda_t_[k]) + n_steps
@@ -757,46 +902,69 @@ reservoir_weight_ : ndarray
                 continue
             # end of an epoch: optimality of the dual-averaging iterate
             w, b = self._rda_iterate(k)
-            delta = S.optimality(w, b, lam, self.fit_intercept)
-            elapsed = offset + time.perf_counter() - clock
-            opt_rec.append((int(self.rda_t_[k]), elapsed, delta))
-            sup_rec.append((int(self.rda_t_[k]), elapsed, int(np.count_nonzero(w))))
-            if delta <= tol:
+            delta, violation = S.measures(w, b, lam, self.fit_intercept, scale)
+            rec.add(int(self.rda_t_[k]), offset + time.perf_counter() - clock,
+                    delta, violation, int(np.count_nonzero(w)))
+            if violation <= tol:
                 converged = True
                 best_local = None
                 break
-            if min(delta, best_delta) < best_before:
+            if (self.local_phase and not switched_in_epoch and len(epochs) > 1
+                    and violation >= best_before):
+                # Safeguard: dual averaging has stalled without ever holding
+                # one sign pattern for tau steps (small, ill-conditioned
+                # problems).  Start the local phase from its iterate rather
+                # than wait for a switch that may not come.
+                best_local = self._run_local_phase(
+                    k, S, clock, offset, rec, scale, extra)
+                violation = min(violation, best_local[4])
+                if best_local[-1] == "converged":
+                    converged = True
+                    break
+                switch_from = int(self.rda_t_[k]) + n_steps
+                self.next_switch_[k] = switch_from
+            if min(violation, best) < best_before:
                 no_improvement = 0
             else:
                 no_improvement += 1
                 if no_improvement >= self.n_iter_no_change:
+                    stop = "no_change"
                     break
-            best_delta = min(delta, best_delta)
+            best = min(violation, best)
         # the model: the local solution if it converged, else the better of
         # the last dual-averaging iterate and the latest local solution
         w, b = self._rda_iterate(k)
         if converged and best_local is not None:
-            w, b, delta = best_local[1], best_local[2], best_local[3]
-        elif converged:
-            delta = S.optimality(w, b, lam, self.fit_intercept)
+            w, b, delta, violation = best_local[1:5]
+        elif (not converged and best_local is not None
+              and best_local[0] <= S.objective(w, b, lam)):
+            w, b, delta, violation = best_local[1:5]
         else:
-            if best_local is not None and best_local[0] <= S.objective(w, b, lam):
-                w, b, delta = best_local[1], best_local[2], best_local[3]
-            else:
-                delta = S.optimality(w, b, lam, self.fit_intercept)
-        if not opt_rec or opt_rec[-1][2] != delta:
-            # the returned model closes the record
-            elapsed = offset + time.perf_counter() - clock
-            opt_rec.append((int(self.rda_t_[k]), elapsed, delta))
-            sup_rec.append((int(self.rda_t_[k]), elapsed, int(np.count_nonzero(w))))
-        self.coef_[k], self.intercept_[k], self.optimality_[k] = w, b, delta
-        self._store_records(k, opt_rec, sup_rec)
+            delta, violation = S.measures(w, b, lam, self.fit_intercept, scale)
+        # the returned model closes the record
+        rec.close(int(self.rda_t_[k]), offset + time.perf_counter() - clock,
+                  delta, violation, int(np.count_nonzero(w)))
+        self.coef_[k], self.intercept_[k] = w, b
+        self.optimality_[k], self.violation_[k] = delta, violation
+        rec.store()
         self._converged[k] = converged
+        self._stop[k] = None if converged else stop
         return epochs
 
-    def _store_records(self, k, opt_rec, sup_rec):
-        self.optimality_history_[k] = np.asarray(opt_rec, dtype=np.float64).reshape(-1, 3)
-        self.support_size_history_[k] = np.asarray(sup_rec, dtype=np.float64).reshape(-1, 3)
+    def _convergence_message(self, stops):
+        """Why fit stopped short of ``violation <= tol``, and what helps."""
+        worst = float(np.nanmax(self.violation_))
+        head = (f"RDA+ did not reach violation <= tol={self.tol} (largest "
+                f"optimality violation / alpha: {worst:.3g}; delta = "
+                f"{np.nanmax(self.optimality_):.3g})")
+        if "max_iter" in stops:
+            return (f"{head}: it ran out of max_iter={self.max_iter} epochs.  "
+                    "Increase max_iter, or lower gamma or tau: the local phase "
+                    "then starts sooner.")
+        return (f"{head}: the violation had not decreased for "
+                f"n_iter_no_change={self.n_iter_no_change} consecutive epochs.  "
+                "Increase n_iter_no_change, or lower gamma or tau; if tol is "
+                "near the rounding of the data (about 1e-12), loosen it.")
 
     # ------------------------------------------------------------------
     # reservoir of the stream (partial_fit)
@@ -884,6 +1052,7 @@ reservoir_weight_ : ndarray
             last = [h[-1, 1] for h in self.optimality_history_ if h.shape[0]]
             offset = max(last) if last else 0.0
         self._converged = np.zeros(n_problems, dtype=bool)
+        self._stop = [None] * n_problems
         # The dense products of the local phase are small: BLAS threads only
         # add synchronisation and oversubscribe the one-vs-rest threads.  The
         # limit is process-wide, so it is set once around all the threads (set
@@ -897,8 +1066,8 @@ reservoir_weight_ : ndarray
                 ),
                 n_problems, self.n_jobs,
             )
-        converged = self._converged
-        del self._converged
+        converged, stops = self._converged, self._stop
+        del self._converged, self._stop
         self._check_finite_state("this call" if partial else "fit")
         n_epochs = max(len(r) for r in results)
         for e in range(n_epochs):
@@ -920,11 +1089,5 @@ reservoir_weight_ : ndarray
             )
         if (not partial and self.tol is not None and self.max_iter > 1
                 and not np.all(converged)):
-            warnings.warn(
-                f"RDA+ did not reach optimality delta <= tol={self.tol} "
-                f"(delta = {np.max(self.optimality_):.3g}) within max_iter="
-                f"{self.max_iter} epochs; consider increasing max_iter or "
-                "gamma, or lowering tau.",
-                ConvergenceWarning,
-            )
+            warnings.warn(self._convergence_message(stops), ConvergenceWarning)
         return self

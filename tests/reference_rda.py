@@ -101,3 +101,18 @@ def optimality(X, y, sample_weight, w, b, lam, fit_intercept=True):
 def objective(X, y, sample_weight, w, b, lam):
     N = np.count_nonzero(sample_weight)
     return sample_weight @ np.logaddexp(0.0, -y * (X @ w + b)) / N + lam * np.abs(w).sum()
+
+
+def violation(X, y, sample_weight, w, b, lam, fit_intercept=True):
+    """RDA+'s stopping measure, written out directly: the largest violation
+    of an optimality condition of the l1 problem, relative to ``lam``."""
+    N = np.count_nonzero(sample_weight)
+    m = X @ w + b
+    dl = sample_weight * (-y * expit(-y * m)) / N
+    g = X.T @ dl
+    r = np.where(w != 0, g + lam * np.sign(w),
+                 np.sign(g) * np.maximum(np.abs(g) - lam, 0.0))
+    worst = np.abs(r).max(initial=0.0)
+    if fit_intercept:
+        worst = max(worst, abs(dl.sum()))
+    return worst / lam

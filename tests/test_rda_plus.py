@@ -15,7 +15,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from reference_rda import objective, optimality, rda_reference, sign_pattern
+from reference_rda import (objective, optimality, rda_reference, sign_pattern,
+                           violation)
 from sklearn_adaprox import RDAPlusClassifier
 from sklearn_adaprox._loss import Log
 from sklearn_adaprox._rda_fast import NEVER, RDAProblem, py_exit_step, run_epoch
@@ -280,6 +281,12 @@ def _ionosphere():
     return _standardised("ionosphere.svm.gz", 34)
 
 
+def _arrhythmia():
+    """Class 1 (normal) against the rest: 452 rows for 279 columns."""
+    X, y = _standardised("arrhythmia.svm.gz", 279)
+    return X, np.where(y == 1, 1, -1)
+
+
 def _spambase():
     return _standardised("spambase.svm.gz", 57)
 
@@ -291,8 +298,9 @@ def _spambase():
 CASES = [
     ("digits 6 vs 7", _digits_6_vs_7, (0.05, 0.1, 0.3, 0.9)),
     ("breast cancer", _breast_cancer, (0.05, 0.1, 0.3, 0.9)),
-    ("ionosphere", _ionosphere, (0.05, 0.1, 0.3, 0.9)),
-    ("spambase", _spambase, (0.05, 0.1, 0.3, 0.9)),
+    ("ionosphere", _ionosphere, (0.02, 0.05, 0.1, 0.3, 0.9)),
+    ("spambase", _spambase, (0.02, 0.05, 0.1, 0.3, 0.9)),
+    ("arrhythmia", _arrhythmia, (0.02, 0.05, 0.1, 0.3, 0.9)),
     ("a9a", _a9a, (0.15, 0.3, 0.9)),
 ]
 
@@ -305,8 +313,14 @@ def test_reaches_tol_and_liblinear_support_on_real_data(name, load, fractions):
     a_max = _alpha_max(X, y)
     for frac in fractions:
         alpha = frac * a_max
-        # default tol: delta <= 1e-4, checked independently of the estimator
-        clf = RDAPlusClassifier(alpha=alpha, random_state=0).fit(X, y)
+        # default tol: violation <= 1e-4 (and so delta <= 1e-4), checked
+        # independently of the estimator, with no ConvergenceWarning
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            clf = RDAPlusClassifier(alpha=alpha, random_state=0).fit(X, y)
+        assert violation(X, yp, ones, clf.coef_[0], clf.intercept_[0], alpha) <= 1e-4
+        assert_allclose(clf.violation_[0], violation(
+            X, yp, ones, clf.coef_[0], clf.intercept_[0], alpha), rtol=1e-6)
         assert clf.optimality_[0] <= 1e-4
         assert optimality(X, yp, ones, clf.coef_[0], clf.intercept_[0], alpha) <= 1e-4
         assert clf.n_switches_[0] >= 1
@@ -319,8 +333,11 @@ def test_reaches_tol_and_liblinear_support_on_real_data(name, load, fractions):
         # penalty alone leaves |r_b| = alpha / intercept_scaling
         assert optimality(X, yp, ones, ref.coef_[0], ref.intercept_[0], alpha) < 1e-5
         assert_array_equal(np.sign(tight.coef_[0]), np.sign(ref.coef_[0]), err_msg=str(frac))
-        assert_allclose(tight.coef_[0], ref.coef_[0], rtol=0, atol=1e-3)
-        assert_allclose(tight.intercept_[0], ref.intercept_[0], rtol=0, atol=1e-3)
+        # arrhythmia is ill-conditioned: LIBLINEAR's tiny intercept penalty
+        # (and its tol) move its coefficients by about 1e-3 there
+        atol = 5e-3 if name == "arrhythmia" else 1e-3
+        assert_allclose(tight.coef_[0], ref.coef_[0], rtol=0, atol=atol)
+        assert_allclose(tight.intercept_[0], ref.intercept_[0], rtol=0, atol=atol)
 
 
 def test_a9a_small_alpha_same_objective_as_liblinear():
@@ -396,3 +413,163 @@ def test_bad_parameters_raise():
                    {"max_reservoir": 0}, {"alpha": -1.0}):
         with pytest.raises(ValueError):
             RDAPlusClassifier(**params).fit(X, y)
+
+
+# ----------------------------------------------------------------------
+# 5. the stopping measure, hashed text, the warning, the contract statement
+def test_stopping_measure_ignores_empty_columns():
+    """violation_ (the stopping measure) is unchanged by a million empty
+    columns; the paper's delta, reported in optimality_, shrinks by
+    sqrt(n_features + 1) -- the reason it is no longer the stopping test."""
+    X, y = _ionosphere()
+    alpha = 0.1 * _alpha_max(X, y)
+    narrow = RDAPlusClassifier(alpha=alpha, tol=1e-8, random_state=0).fit(
+        sp.csr_matrix(X), y)
+    wide_X = sp.hstack([sp.csr_matrix(X), sp.csr_matrix((X.shape[0], 2**20))],
+                       format="csr")
+    wide = RDAPlusClassifier(alpha=alpha, tol=1e-8, random_state=0).fit(wide_X, y)
+    assert narrow.violation_[0] <= 1e-8 and wide.violation_[0] <= 1e-8
+    assert not np.any(wide.coef_[0, X.shape[1]:])
+    assert_array_equal(np.sign(wide.coef_[0, :X.shape[1]]), np.sign(narrow.coef_[0]))
+    assert_allclose(wide.coef_[0, :X.shape[1]], narrow.coef_[0], rtol=0, atol=1e-6)
+    # the same model at the start: delta alone would call it near-optimal
+    start = RDAPlusClassifier(alpha=alpha, max_iter=1, local_phase=False,
+                              random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        n0 = clone(start).fit(sp.csr_matrix(X), y)
+        w0 = clone(start).fit(wide_X, y)
+    assert_allclose(w0.violation_, n0.violation_, rtol=1e-9)
+    ratio = np.sqrt((2**20 + X.shape[1] + 1) / (X.shape[1] + 1))
+    assert_allclose(n0.optimality_ / w0.optimality_, ratio, rtol=1e-6)
+
+
+def _sms_slice():
+    """500 SMS messages (bundled) hashed to 2**20 columns, as a user would."""
+    import gzip
+    import json
+    from sklearn.feature_extraction.text import HashingVectorizer
+    path = Path(__file__).parent / "data" / "sms_spam_500.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f]
+    X = HashingVectorizer(n_features=2**20, ngram_range=(1, 2)).transform(
+        [d["text"] for d in docs])
+    return X, np.array([1 if d["label"] == "spam" else -1 for d in docs])
+
+
+def _equicorrelation_rank_deficient(X, yp, w, b, alpha):
+    """The columns that may be non-zero at an optimum (|g_i| = alpha, to
+    1e-3 relative) and the intercept's column: linearly dependent means the
+    solution set is not a point (the fitted values are unique, the weights
+    can move along X_E v + v_b = 0).  Returns (E, dependent)."""
+    ones = np.ones(X.shape[0])
+    from scipy.special import expit
+    dl = -yp * expit(-yp * (X @ w + b)) / X.shape[0]
+    g = np.asarray(X.T @ dl).ravel()
+    E = np.flatnonzero(np.abs(g) >= alpha * (1 - 1e-3))
+    XE = X[:, E]
+    XE = np.column_stack([XE.toarray() if sp.issparse(XE) else XE, ones])
+    return E, np.linalg.matrix_rank(XE) < XE.shape[1]
+
+
+@pytest.mark.parametrize("alpha", [1e-3, 1e-4])
+def test_hashed_text_against_liblinear(alpha):
+    """On hashed text (2**20 columns) RDA+ with its defaults reaches
+    LIBLINEAR's objective to 1e-6 relative, with its support where the
+    support is unambiguous: outside the equicorrelation set E both are zero,
+    and on E the signs agree unless E's columns are dependent (hashed
+    n-grams seen in one message only are identical columns)."""
+    X, y = _sms_slice()
+    yp = y.astype(np.float64)
+    ones = np.ones(X.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = RDAPlusClassifier(alpha=alpha, random_state=0).fit(X, y)
+    w, b = clf.coef_[0], clf.intercept_[0]
+    assert violation(X, yp, ones, w, b, alpha) <= 1e-4
+    assert np.count_nonzero(w) >= 5  # not the majority-class model
+    # LIBLINEAR costs O(n_features) per iteration (seconds a fit here), so
+    # it gets the non-empty columns only: an empty column has g_i = 0 and a
+    # zero weight in every solution, the objective is the same
+    used = np.flatnonzero(np.diff(X.tocsc().indptr))
+    for tol in 10.0 ** -np.arange(6, 10):
+        lib = LogisticRegression(penalty="l1", C=1.0 / (X.shape[0] * alpha),
+                                 solver="liblinear", tol=tol, intercept_scaling=1e5,
+                                 max_iter=100_000, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lib.fit(X[:, used], y)
+        w_ref = np.zeros(X.shape[1])
+        w_ref[used] = lib.coef_[0]
+        b_ref = lib.intercept_[0]
+        if violation(X, yp, ones, w_ref, b_ref, alpha) <= 1e-4:
+            break
+    ours = objective(X, yp, ones, w, b, alpha)
+    theirs = objective(X, yp, ones, w_ref, b_ref, alpha)
+    assert abs(ours - theirs) <= 1e-6 * theirs
+    E, dependent = _equicorrelation_rank_deficient(X, yp, w, b, alpha)
+    outside = np.ones(X.shape[1], dtype=bool)
+    outside[E] = False
+    assert not np.any(w[outside]) and not np.any(w_ref[outside])
+    if not dependent:
+        assert_array_equal(np.sign(w), np.sign(w_ref))
+
+
+def test_convergence_warning_says_why_it_stopped():
+    X, y = _arrhythmia()
+    alpha = 0.05 * _alpha_max(X, y)
+    # out of epochs: plain RDA cannot reach 1e-4 in 3 epochs
+    with pytest.warns(ConvergenceWarning, match=r"ran out of max_iter=3 epochs") as rec:
+        clf = RDAPlusClassifier(alpha=alpha, local_phase=False, max_iter=3,
+                                random_state=0).fit(X, y)
+    assert clf.n_iter_ == 3
+    message = str(rec[0].message)
+    assert "lower gamma" in message and "increasing" not in message
+    assert f"{clf.violation_[0]:.3g}" in message
+    # no improvement: one epoch of patience, the same plain RDA
+    with pytest.warns(ConvergenceWarning, match=r"had not decreased for "
+                      r"n_iter_no_change=1 consecutive epochs"):
+        clf = RDAPlusClassifier(alpha=alpha, local_phase=False, max_iter=100,
+                                n_iter_no_change=1, random_state=0).fit(X, y)
+    assert clf.n_iter_ < 100
+
+
+@pytest.mark.parametrize("load, frac", [(_arrhythmia, 0.05), (_ionosphere, 0.1),
+                                        (_spambase, 0.02)])
+def test_dense_csr_and_chunks_agree_to_the_tolerance(load, frac):
+    """The contract statement for RDA+: dense and CSR input, and partial_fit
+    chunks against one fit epoch, give the same dual-averaging state (bit
+    for bit) and models that each meet violation <= tol; two such models
+    differ in objective by at most tol * alpha * ||(w, b) - (w', b')||_1
+    (convexity: the minimum-norm subgradient r of each, |r|_inf <= tol alpha,
+    bounds the objective gap).  Not bit for bit: the local phase's dense
+    BLAS and sparse products round differently."""
+    X, y = load()
+    yp = np.where(y == 1, 1.0, -1.0)
+    ones = np.ones(X.shape[0])
+    alpha = frac * _alpha_max(X, y)
+    tol = 1e-4
+
+    def check(a, b_):
+        for m in (a, b_):
+            assert violation(X, yp, ones, m.coef_[0], m.intercept_[0], alpha) <= tol
+        gap = abs(objective(X, yp, ones, a.coef_[0], a.intercept_[0], alpha)
+                  - objective(X, yp, ones, b_.coef_[0], b_.intercept_[0], alpha))
+        dist = (np.abs(a.coef_[0] - b_.coef_[0]).sum()
+                + abs(a.intercept_[0] - b_.intercept_[0]))
+        assert gap <= tol * alpha * dist + 1e-15
+        assert_array_equal(a.sum_gradient_, b_.sum_gradient_)
+        assert a.rda_t_[0] == b_.rda_t_[0]
+
+    est = RDAPlusClassifier(alpha=alpha, tol=tol, random_state=0)
+    check(clone(est).fit(X, y), clone(est).fit(sp.csr_matrix(X), y))
+    # one epoch, in order, against chunks (the reservoir holds every row, so
+    # both local phases see the whole data); tau=1: both switch at the end
+    one = dict(alpha=alpha, tol=tol, tau=1, shuffle=False, max_iter=1,
+               random_state=0)
+    whole = RDAPlusClassifier(**one).fit(X, y)
+    chunked = RDAPlusClassifier(**one)
+    for lo in range(0, X.shape[0], 150):
+        chunked.partial_fit(X[lo:lo + 150], y[lo:lo + 150], classes=[-1, 1])
+    assert whole.n_switches_[0] >= 1 and chunked.n_switches_[0] >= 1
+    check(whole, chunked)
