@@ -514,20 +514,30 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
        (and, in ``fit``, every sample was seen at least once), that support
        ``M`` is taken as near-optimal and safeguarded: every ``i`` with
        ``w_i = 0`` and ``|u_i / t| > rho * alpha`` joins ``M``.
-    3. **Local phase.**  The batch problem restricted to ``M`` is solved by
-       reduced Newton steps (reduced gradient steps beyond
+    3. **Local phase.**  The batch problem is solved from the support ``M``
+       by reduced Newton steps (conjugate gradients beyond
        ``max_newton_support`` free coordinates) with a line search that sets
        to zero any coordinate whose sign would flip.  It stops when the
-       optimality measure ``delta(w) <= tol``; if it stalls (the
-       restricted problem is solved but ``delta > tol``: ``M`` misses a
-       coordinate), dual averaging resumes where it paused, and the next
-       switch needs ``tau`` stable iterates after one more full pass.
+       stopping measure ``violation <= tol``.  Safeguards of this
+       implementation (documented in doc/rda_plus.md): when the problem
+       restricted to ``M`` is nearly solved but coordinates outside ``M``
+       violate optimality, they join ``M`` (largest violations first) and
+       the phase goes on; when dual averaging stalls (an epoch ends without
+       a switch and without a better violation), the local phase starts
+       anyway.  If it still stalls, dual averaging resumes.
 
-    ``delta(w) = ||r(w)|| / sqrt(n)`` (paper's eq. 52) with
+    Optimality measures, from the minimum-norm subgradient residual
     ``r_i = g_i + alpha sign(w_i)`` if ``w_i != 0``,
-    ``r_i = sign(g_i) max(|g_i| - alpha, 0)`` if ``w_i = 0``, ``r_b = g_b``,
-    ``g`` the gradient of the average loss and ``n = n_features + 1`` (the
-    intercept counts).
+    ``r_i = sign(g_i) max(|g_i| - alpha, 0)`` if ``w_i = 0``, ``r_b = g_b``
+    (``g`` the gradient of the average loss):
+
+    * ``violation = max(|r_i|, |r_b|) / alpha`` (the stopping measure): the
+      largest violation of an optimality condition relative to the penalty;
+      empty columns leave it unchanged;
+    * ``delta = ||r|| / sqrt(n)`` (the paper's eq. 52, ``n = n_features + 1``),
+      reported only: it shrinks with the number of columns (on 2**20 hashed
+      columns any model looks optimal).  ``violation <= tol`` implies
+      ``delta <= tol * alpha``.
 
     **scikit-learn equivalent.**  The objective is that of
     ``LogisticRegression(penalty="l1", C=1 / (N * alpha))`` (scikit-learn >=
@@ -552,26 +562,28 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         Safeguard: zero coordinates with ``|g_bar_i| > rho * alpha`` join the
         support of the local phase.
     tol : float or None, default=1e-4
-        Target of the optimality measure ``delta`` (not the progressive-loss
-        tolerance of the other estimators of the package): ``fit`` stops
-        when the local phase (or, with ``local_phase=False``, the iterate at
-        the end of an epoch) reaches ``delta <= tol``.  None: no stopping
-        test; every local phase is run to round-off and dual averaging runs
-        all ``max_iter`` epochs.
+        Target of the stopping measure ``violation`` (the largest violation
+        of an optimality condition divided by ``alpha``; with ``alpha=0``,
+        by the largest gradient entry at ``w = 0``), not the
+        progressive-loss tolerance of the other estimators of the package:
+        ``fit`` stops when the local phase (or, with ``local_phase=False``,
+        the iterate at the end of an epoch) reaches ``violation <= tol``.
+        None: no stopping test; every local phase is run to round-off and
+        dual averaging runs all ``max_iter`` epochs.
     max_iter : int, default=100
         Maximum number of epochs of dual averaging in ``fit``.
     n_iter_no_change : int, default=5
-        ``fit`` also gives up when the best ``delta`` seen (at the end of
-        the epochs and in the local phases) has not decreased for this many
-        consecutive epochs.  Unused when ``tol=None``.
+        ``fit`` also gives up when the best ``violation`` seen (at the end
+        of the epochs and in the local phases) has not decreased for this
+        many consecutive epochs.  Unused when ``tol=None``.
     shuffle : bool, default=True
         Shuffle the rows before each epoch of ``fit`` (``partial_fit`` keeps
         the given order).
     local_phase : bool, default=True
         False gives plain RDA (Xiao 2010), the non-adaptive baseline.
     max_newton_support : int, default=200
-        Newton steps are taken while at most this many coordinates are free;
-        beyond, diagonally scaled reduced gradient steps.
+        Newton systems with at most this many free coordinates are solved by
+        Cholesky; beyond, by conjugate gradients on Hessian-vector products.
     max_reservoir : int, default=10000
         ``partial_fit``: size of the uniform reservoir sample (Vitter's
         Algorithm R over the rows of non-zero weight) of the stream seen so
@@ -598,18 +610,23 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
     classes_ : ndarray of shape (n_classes,)
     support_ : ndarray of bool, shape like ``coef_``
         ``coef_ != 0``.
+    violation_ : ndarray of shape (n_problems,)
+        Final stopping measure ``violation`` of each binary problem, on the
+        training set (``fit``) or on the reservoir (``partial_fit``; on the
+        chunk when ``local_phase=False``).
     optimality_ : ndarray of shape (n_problems,)
-        Final ``delta`` of each binary problem, on the training set
-        (``fit``) or on the reservoir (``partial_fit``; on the chunk when
-        ``local_phase=False``).
+        Final ``delta`` (the paper's measure, reported only), on the same
+        data.
     n_switches_ : ndarray of int, shape (n_problems,)
         Local phases entered (by the last ``fit``, or since the first
         ``partial_fit``).
     switch_iter_ : list of lists of int
         Dual-averaging step ``t`` of each switch, per problem.
-    support_size_history_, optimality_history_ : list of ndarray of shape (n_records, 3)
-        Per problem, rows ``(t, elapsed seconds, support size)`` and
-        ``(t, elapsed seconds, delta)``: at the end of each epoch (``tol``
+    support_size_history_, optimality_history_, violation_history_ : \
+list of ndarray of shape (n_records, 3)
+        Per problem, rows ``(t, elapsed seconds, support size)``,
+        ``(t, elapsed seconds, delta)`` and ``(t, elapsed seconds,
+        violation)``: at the end of each epoch (``tol``
         not None), at every iterate of the local phases (the first one is
         the switch) and, in ``fit``, for the returned model (last row).
         Wall-clock times: not reproducible.
@@ -670,7 +687,7 @@ reservoir_weight_ : ndarray
     >>> from sklearn_adaprox.datasets import load_a9a
     >>> X_train, y_train, X_test, y_test = load_a9a()
     >>> clf = RDAPlusClassifier(alpha=1e-3, random_state=0).fit(X_train, y_train)
-    >>> bool(clf.optimality_[0] <= 1e-4), clf.score(X_test, y_test) > 0.83
+    >>> bool(clf.violation_[0] <= 1e-4), clf.score(X_test, y_test) > 0.83
     (True, True)
     """
 
