@@ -419,12 +419,16 @@ def hashed_text(data_dir, name):
 
 
 def load_sweep(data_dir, names=None):
-    """Yield (name, X, y in {-1, +1}) one data set at a time."""
+    """Yield (name, X, y in {-1, +1}) one data set at a time (in the order
+    of ``names`` when given)."""
     from sklearn.preprocessing import MaxAbsScaler
-    for file, d, kind in SWEEP_SVM:
+    table = SWEEP_SVM
+    if names:
+        order = {n: i for i, n in enumerate(names)}
+        table = sorted((e for e in SWEEP_SVM if e[0][: -len(".svm.gz")] in order),
+                       key=lambda e: order[e[0][: -len(".svm.gz")]])
+    for file, d, kind in table:
         name = file[: -len(".svm.gz")]
-        if names and name not in names:
-            continue
         X, y = _svm(data_dir, file, d)
         yp = np.where(y > 0, 1.0, -1.0) if set(np.unique(y)) <= {-1.0, 1.0} else \
             np.where(y == 1, 1.0, -1.0)
