@@ -81,19 +81,25 @@ def rda_reference(X, y, sample_weight, order, *, gamma, lam, fit_intercept,
                 untouched_exits=untouched_exits, hits=hits)
 
 
-def optimality(X, y, sample_weight, w, b, lam, fit_intercept=True):
-    """delta(w) of Lee & Wright (52) for the weighted average logistic loss
-    (average over the rows of non-zero weight), written out directly."""
+def _residual(X, y, sample_weight, w, b, lam):
+    """(minimum-norm subgradient residual r of the weights, gradient of the
+    intercept) for the weighted average logistic loss (average over the rows
+    of non-zero weight) plus lam ||w||_1."""
     N = np.count_nonzero(sample_weight)
-    m = X @ w + b
-    dl = sample_weight * (-y * expit(-y * m)) / N
+    dl = sample_weight * (-y * expit(-y * (X @ w + b))) / N
     g = X.T @ dl
     r = np.where(w != 0, g + lam * np.sign(w),
                  np.sign(g) * np.maximum(np.abs(g) - lam, 0.0))
+    return r, dl.sum()
+
+
+def optimality(X, y, sample_weight, w, b, lam, fit_intercept=True):
+    """delta(w) of Lee & Wright (52), written out directly."""
+    r, g_b = _residual(X, y, sample_weight, w, b, lam)
     n = w.shape[0]
     sq = r @ r
     if fit_intercept:
-        sq += dl.sum() ** 2
+        sq += g_b ** 2
         n += 1
     return np.sqrt(sq / n)
 
@@ -106,13 +112,8 @@ def objective(X, y, sample_weight, w, b, lam):
 def violation(X, y, sample_weight, w, b, lam, fit_intercept=True):
     """RDA+'s stopping measure, written out directly: the largest violation
     of an optimality condition of the l1 problem, relative to ``lam``."""
-    N = np.count_nonzero(sample_weight)
-    m = X @ w + b
-    dl = sample_weight * (-y * expit(-y * m)) / N
-    g = X.T @ dl
-    r = np.where(w != 0, g + lam * np.sign(w),
-                 np.sign(g) * np.maximum(np.abs(g) - lam, 0.0))
+    r, g_b = _residual(X, y, sample_weight, w, b, lam)
     worst = np.abs(r).max(initial=0.0)
     if fit_intercept:
-        worst = max(worst, abs(dl.sum()))
+        worst = max(worst, abs(g_b))
     return worst / lam
