@@ -234,9 +234,10 @@ ESTIMATORS = [
 
 
 # reports about the calls rather than the model: per-call sums (rounded in
-# another order), the optimality measured on the last call's data, and the
+# another order), the optimality measures of the last call's data, and the
 # local phase's schedule (unused with local_phase=False)
-DIAGNOSTICS = {"optimality_", "cumulative_loss_", "cumulative_weight_", "next_switch_"}
+DIAGNOSTICS = {"optimality_", "violation_", "cumulative_loss_", "cumulative_weight_",
+               "next_switch_"}
 
 
 def _state(est):
