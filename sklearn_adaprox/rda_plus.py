@@ -5,6 +5,7 @@ support; a local phase of reduced Newton / reduced gradient steps on that
 support (vectorised NumPy/SciPy batch work, no per-sample loop) then solves
 the batch l1-logistic problem to a tight optimality.
 """
+import inspect
 import time
 import warnings
 from numbers import Integral, Real
@@ -38,6 +39,9 @@ BLOCK_VALUES = 1 << 15
 
 
 _THREADPOOL_CONTROLLER = None
+
+# the name of cg's relative tolerance: rtol from scipy 1.12 on, tol before
+CG_RTOL = "rtol" if "rtol" in inspect.signature(cg).parameters else "tol"
 
 
 def _single_threaded_blas():
@@ -316,7 +320,7 @@ def _newton_direction(R, dd, F, r, fit_intercept, max_direct):
     # (Eisenstat & Walker), loose far from it
     rtol = min(0.5, np.sqrt(np.linalg.norm(r)))
     step, _ = cg(LinearOperator((k, k), matvec=apply, dtype=np.float64), -r,
-                 rtol=rtol, maxiter=max(50, min(k, 500)),
+                 **{CG_RTOL: rtol}, maxiter=max(50, min(k, 500)),
                  M=LinearOperator((k, k), matvec=lambda v: v / h, dtype=np.float64))
     return step
 

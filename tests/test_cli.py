@@ -12,14 +12,19 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
+import sklearn_adaprox
 from sklearn_adaprox import AdaGradClassifier
 from sklearn_adaprox.__main__ import main
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+# the folder holding the package this test imported (the checkout for an
+# editable install, site-packages for a regular one): the subprocess imports
+# the same
+PACKAGE_PARENT = pathlib.Path(sklearn_adaprox.__file__).resolve().parents[1]
 
 
 def run(*args, cwd):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_PARENT) + os.pathsep
+               + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "sklearn_adaprox", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
 

@@ -370,13 +370,15 @@ print(len(errors))
 
 @pytest.mark.parametrize("name", ["AdaGradClassifier", "PairwiseAUCClassifier",
                                   "ImplicitFTRLClassifier", "RDAPlusClassifier"])
-def test_one_estimator_raced_by_threads_raises_instead_of_crashing(name):
+def test_one_estimator_raced_by_threads_raises_instead_of_crashing(name, tmp_path):
     """Two widths streamed into one estimator from three threads: calls
     fail with a ValueError (width mismatch), never with a crash."""
     import subprocess
     import sys
+    # run outside the checkout, so that the child imports the installed
+    # package (a regular install leaves no compiled modules in the checkout)
     result = subprocess.run([sys.executable, "-c", RACE.format(name=name)],
-                            capture_output=True, text=True, timeout=300)
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
     # the head of a sanitizer report holds the trace; its tail only a legend
     assert result.returncode == 0, result.stderr[:3000]
     assert "Exception ignored" not in result.stderr, result.stderr[:3000]

@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
+import sklearn_adaprox
 from sklearn_adaprox.stream import CsvStream, JsonLinesStream, SvmlightStream
 
 COMPRESSORS = {
@@ -433,7 +434,8 @@ def test_memory_does_not_grow_with_the_file(tmp_path):
     import sys
     path = tmp_path / "big.svm"
     size = write_text_like_svmlight(path, 2 * 10**9)
-    root = pathlib.Path(__file__).resolve().parents[1]
+    # the folder of the package this test imported (checkout or site-packages)
+    root = pathlib.Path(sklearn_adaprox.__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root))
     r = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(path)],
                        capture_output=True, text=True, env=env, timeout=3600)
