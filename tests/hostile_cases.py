@@ -1340,7 +1340,11 @@ def _limit_memory():
     try:
         import resource
 
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+        # not under AddressSanitizer, which reserves terabytes of address
+        # space for its shadow memory (the estimators refuse a state larger
+        # than the machine's memory with a MemoryError of their own anyway)
+        if "libasan" not in os.environ.get("LD_PRELOAD", ""):
+            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # crashes are expected here
     except (ImportError, ValueError, OSError):
         pass
