@@ -887,6 +887,17 @@ reservoir_weight_ : ndarray
         if self.next_switch_[k] < 0:
             self.next_switch_[k] = int(self.rda_t_[k]) + n_steps
         switch_from = int(self.next_switch_[k]) if self.local_phase else NEVER
+
+        def run_local_phase():
+            """The local phase from the current iterate; unless it converged,
+            the next switch waits for one more full pass."""
+            nonlocal switch_from
+            result = self._run_local_phase(k, S, clock, offset, rec, scale, extra)
+            if result[-1] != "converged":
+                switch_from = int(self.rda_t_[k]) + n_steps
+                self.next_switch_[k] = switch_from
+            return result
+
         best_local = None  # (objective, w, b, delta, violation, status)
         extra = self.safeguard_support_[k]  # updated in place, see _run_local_phase
         best, no_improvement = np.inf, 0  # best violation seen
@@ -908,14 +919,11 @@ reservoir_weight_ : ndarray
                 if not switched:
                     continue
                 switched_in_epoch = True
-                best_local = self._run_local_phase(
-                    k, S, clock, offset, rec, scale, extra)
+                best_local = run_local_phase()
                 best = min(best, best_local[4])
                 if best_local[-1] == "converged":
                     converged = True
                     break
-                switch_from = int(self.rda_t_[k]) + n_steps
-                self.next_switch_[k] = switch_from
             epochs.append((loss, weight))
             if converged:
                 break
@@ -936,14 +944,11 @@ reservoir_weight_ : ndarray
                 # one sign pattern for tau steps (small, ill-conditioned
                 # problems).  Start the local phase from its iterate rather
                 # than wait for a switch that may not come.
-                best_local = self._run_local_phase(
-                    k, S, clock, offset, rec, scale, extra)
+                best_local = run_local_phase()
                 violation = min(violation, best_local[4])
                 if best_local[-1] == "converged":
                     converged = True
                     break
-                switch_from = int(self.rda_t_[k]) + n_steps
-                self.next_switch_[k] = switch_from
             if min(violation, best) < best_before:
                 no_improvement = 0
             else:
