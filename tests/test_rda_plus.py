@@ -232,6 +232,15 @@ def optimality_free_gradient(X, yp, b):
     return np.abs(X.T @ dl).max()
 
 
+
+def _liblinear_model(n_samples, alpha, tol, intercept_scaling=1e5):
+    """LIBLINEAR on RDA+'s objective: C = 1 / (N alpha), its intercept
+    penalty made negligible by a large intercept_scaling."""
+    return LogisticRegression(penalty="l1", C=1.0 / (n_samples * alpha),
+                              solver="liblinear", tol=tol,
+                              intercept_scaling=intercept_scaling,
+                              max_iter=100_000, random_state=0)
+
 def _liblinear(X, y, alpha):
     """scikit-learn's liblinear on the same objective: C = 1 / (N alpha).
     Its intercept is a feature of value intercept_scaling whose weight is
@@ -243,9 +252,7 @@ def _liblinear(X, y, alpha):
     yp = np.where(y == 1, 1.0, -1.0)
     ones = np.ones(X.shape[0])
     for tol in 10.0 ** -np.arange(4, 11):
-        clf = LogisticRegression(penalty="l1", C=1.0 / (X.shape[0] * alpha),
-                                 solver="liblinear", tol=tol, intercept_scaling=1e5,
-                                 max_iter=100_000, random_state=0)
+        clf = _liblinear_model(X.shape[0], alpha, tol)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             clf.fit(X, y)
@@ -368,9 +375,7 @@ def test_a9a_small_alpha_same_objective_as_liblinear():
     clf = RDAPlusClassifier(alpha=alpha, tol=1e-9, random_state=0).fit(X, y)
     # not _liblinear: on this problem its tol 1e-9 at scaling 1e5 takes two
     # minutes; scaling 1e4 at tol 1e-10 takes half a second
-    ref = LogisticRegression(penalty="l1", C=1.0 / (X.shape[0] * alpha),
-                             solver="liblinear", tol=1e-10, intercept_scaling=1e4,
-                             max_iter=100_000, random_state=0)
+    ref = _liblinear_model(X.shape[0], alpha, 1e-10, intercept_scaling=1e4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref.fit(X, y)
@@ -512,9 +517,7 @@ def test_hashed_text_against_liblinear(alpha):
     # zero weight in every solution, the objective is the same
     used = np.flatnonzero(np.diff(X.tocsc().indptr))
     for tol in 10.0 ** -np.arange(6, 10):
-        lib = LogisticRegression(penalty="l1", C=1.0 / (X.shape[0] * alpha),
-                                 solver="liblinear", tol=tol, intercept_scaling=1e5,
-                                 max_iter=100_000, random_state=0)
+        lib = _liblinear_model(X.shape[0], alpha, tol)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             lib.fit(X[:, used], y)
