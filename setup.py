@@ -79,7 +79,7 @@ MODULES = [
     "sklearn_adaprox._pairwise_auc_fast",
     "sklearn_adaprox._implicit_ftrl_fast",
     "sklearn_adaprox._rda_fast",
-    "sklearn_adaprox._svmlight_reader",
+    "sklearn_adaprox._stream_fast",
 ]
 
 extensions = [

@@ -555,10 +555,22 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         return super().decision_function(check_structure(X))
 
     # ------------------------------------------------------------------
-    def _predict_proba_from_loss(self, X, loss):
-        """Class probabilities implied by ``log_loss`` or ``modified_huber``."""
-        check_is_fitted(self)
-        scores = self.decision_function(X)
+    def _outputs_from_scores(self, scores):
+        """``(predict_proba(X), predict(X))`` from ``scores =
+        decision_function(X)`` without another pass over X (the streaming
+        scorer's one product per chunk); the probabilities are None where
+        the estimator has no ``predict_proba``."""
+        if scores.ndim == 1:
+            labels = self.classes_[(scores > 0).astype(np.intp)]
+        else:
+            labels = self.classes_[scores.argmax(axis=1)]
+        proba = self._proba_from_scores(scores) if hasattr(self, "predict_proba") else None
+        return proba, labels
+
+    @staticmethod
+    def _proba_from_loss(scores, loss):
+        """Class probabilities implied by ``log_loss`` or ``modified_huber``
+        for the scores of ``decision_function``."""
         if loss == "log_loss":
             prob = expit(scores)
         else:  # modified_huber: (clip(score, -1, 1) + 1) / 2

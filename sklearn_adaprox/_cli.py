@@ -14,8 +14,10 @@ and a summary of the run.  Loading a pickle runs code chosen by whoever
 wrote the file: load only model files you made or trust.  A file named
 ``*.skops`` is written and read with ``skops.io`` instead (when skops is
 installed), which builds only types it is told to trust (here: plain
-containers, numpy arrays and the estimator classes of this package; any
-other type is refused) and so does not run code from the file.
+containers, numpy arrays, the estimator classes of this package and
+scikit-learn's classes, for the transformer of a tabular model; any other
+type is refused) and so does not run code from the file.  A
+``--transformer`` file is a joblib pickle too: the same advice applies.
 """
 import argparse
 import ast
@@ -60,7 +62,15 @@ def _reader_args(p):
     p.add_argument("--text-field", default="text", metavar="NAME",
                    help="text: JSON field or CSV column of the text (default: text)")
     p.add_argument("--label-field", default="label", metavar="NAME",
-                   help="text: JSON field or CSV column of the label (default: label)")
+                   help="text and tables: JSON field or CSV column of the label "
+                        "(default: label)")
+    p.add_argument("--tabular", action="store_true",
+                   help="csv: a table; the columns other than the label are the "
+                        "features, numbers as they are (or through --transformer)")
+    p.add_argument("--transformer", metavar="FILE",
+                   help="csv: a fitted transformer (e.g. a ColumnTransformer) saved with "
+                        "joblib, applied to the columns other than the label; implies "
+                        "--tabular and is stored in the model")
 
 
 def _make_parser():
@@ -169,6 +179,9 @@ def _reader_settings(args, verb):
                         zero_based={"auto": "auto", "true": True, "false": False}[args.zero_based],
                         out_of_range=args.out_of_range,
                         dtype="float32" if args.float32 else "float64")
+    elif fmt == "csv" and (args.tabular or args.transformer):
+        settings.update(tabular=True, label_field=args.label_field,
+                        transformer=_load_transformer(args.transformer, verb))
     else:
         if not 1 <= args.bits <= 30:
             raise UsageError(f"{PROG} {verb}: --bits must be between 1 and 30")
@@ -177,6 +190,24 @@ def _reader_settings(args, verb):
         settings.update(bits=args.bits, ngram=args.ngram, text_field=args.text_field,
                         label_field=args.label_field)
     return settings
+
+
+def _load_transformer(path, verb):
+    """``--transformer``: a fitted transformer from a joblib file (a pickle:
+    only files you made or trust), else "passthrough"."""
+    if path is None:
+        return "passthrough"
+    if not os.path.isfile(path):
+        raise UsageError(f"{PROG} {verb}: no such transformer file: {path!r}")
+    import joblib
+    try:
+        transformer = joblib.load(path)
+    except Exception as exc:  # not a pickle, truncated, ...
+        raise ValueError(f"{path}: not a joblib file ({type(exc).__name__}: {exc})") from None
+    if not hasattr(transformer, "transform"):
+        raise UsageError(f"{PROG} {verb}: {path} holds a {type(transformer).__name__}, "
+                         "not a fitted transformer")
+    return transformer
 
 
 def make_stream(settings, files, chunk_size, shuffle=False, seed=0):
@@ -188,6 +219,9 @@ def make_stream(settings, files, chunk_size, shuffle=False, seed=0):
         return SvmlightStream(files, settings["n_features"], zero_based=settings["zero_based"],
                               out_of_range=settings["out_of_range"],
                               dtype=np.dtype(settings["dtype"]), **common)
+    if settings.get("tabular"):
+        return CsvStream(files, label_column=settings["label_field"],
+                         transformer=settings["transformer"], **common)
     from sklearn.feature_extraction.text import HashingVectorizer
     vectorizer = HashingVectorizer(n_features=2 ** settings["bits"],
                                    ngram_range=(1, settings["ngram"]), alternate_sign=False)
@@ -233,14 +267,16 @@ def load_model(path):
     if str(path).endswith(".skops"):
         sio = _skops()
         # skops trusts plain containers and numpy arrays itself; besides
-        # those, only the estimator classes of this package may be built
+        # those, only the estimator classes of this package and
+        # scikit-learn's own classes (a tabular model's transformer) may be
+        # built
         allowed = {f"sklearn_adaprox.{module}.{name}" for module, name in (
             ("adagrad", "AdaGradClassifier"), ("rda_plus", "RDAPlusClassifier"),
             ("pairwise_auc", "PairwiseAUCClassifier"),
             ("implicit_ftrl", "ImplicitFTRLClassifier"),
             ("implicit_ftrl", "ImplicitFTRLRegressor"))}
         untrusted = sio.get_untrusted_types(file=path)
-        unknown = sorted(set(untrusted) - allowed)
+        unknown = sorted(t for t in set(untrusted) - allowed if not t.startswith("sklearn."))
         if unknown:
             raise ValueError(f"{path}: refusing to load untrusted types {unknown}")
         bundle = sio.load(path, trusted=untrusted)
@@ -383,6 +419,8 @@ def _evaluate(args):
     print(f"{result['score_name']} {result['score']:.6f}")
     if np.isfinite(result["roc_auc"]):
         print(f"roc_auc {result['roc_auc']:.6f}")
+        # the AUC of a stream is computed in bounded memory, on binned scores
+        print(f"roc_auc_max_error {result['roc_auc_max_error']:.2g}")
     return 0
 
 

@@ -326,10 +326,13 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         proba : ndarray of shape (n_samples, n_classes)
         """
         check_is_fitted(self)
+        return self._proba_from_scores(self.decision_function(X))
+
+    def _proba_from_scores(self, scores):
         if self.multi_class == "multinomial" and len(self.classes_) > 2:
-            return softmax(self.decision_function(X), axis=1)
+            return softmax(scores, axis=1)
         # two classes: the sigmoid of p_1 - p_0 is the softmax as well
-        return self._predict_proba_from_loss(X, self.loss)
+        return self._proba_from_loss(scores, self.loss)
 
     @available_if(lambda est: est.loss in PROBABILISTIC_LOSSES)
     def predict_log_proba(self, X):

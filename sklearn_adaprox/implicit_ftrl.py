@@ -4,6 +4,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseOnlineLinearClassifier, BaseOnlineLinearRegressor
 from ._implicit_ftrl_fast import ImplicitFTRLProblem, gradient_bound, run_epoch
@@ -471,7 +472,11 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        return self._predict_proba_from_loss(X, self.loss)
+        check_is_fitted(self)
+        return self._proba_from_scores(self.decision_function(X))
+
+    def _proba_from_scores(self, scores):
+        return self._proba_from_loss(scores, self.loss)
 
     @available_if(lambda est: est.loss == "log_loss")
     def predict_log_proba(self, X):

@@ -18,6 +18,7 @@ from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import ThreadpoolController
 
 from ._base import BaseOnlineLinearClassifier, map_problems, pass_order
@@ -765,7 +766,11 @@ reservoir_weight_ : ndarray
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        return self._predict_proba_from_loss(X, "log_loss")
+        check_is_fitted(self)
+        return self._proba_from_scores(self.decision_function(X))
+
+    def _proba_from_scores(self, scores):
+        return self._proba_from_loss(scores, "log_loss")
 
     def predict_log_proba(self, X):
         """Logarithm of ``predict_proba``."""

@@ -23,6 +23,7 @@ evaluation, checkpoints, exact resume, early stopping, a live progress
 table on stderr).
 """
 import bz2
+import contextlib
 import csv
 import glob
 import gzip
@@ -30,8 +31,10 @@ import io
 import json
 import lzma
 import os
+import queue
 import sys
 import tempfile
+import threading
 import time
 import zlib
 from collections import deque
@@ -40,9 +43,8 @@ import joblib
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import is_classifier
-from sklearn.metrics import roc_auc_score
 
-from ._svmlight_reader import parse_block
+from ._stream_fast import AUC_N_BINS, auc_insert, parse_block
 
 # Bytes handed to the parser at a time: large enough that the per-block
 # Python overhead is nothing, small enough to be a rounding error in memory.
@@ -74,6 +76,25 @@ def expand_files(files):
     if not paths:
         raise ValueError("No input files given.")
     return paths
+
+
+class Chunk(tuple):
+    """What the readers yield: the tuple ``(X, y)`` (``(X, y, qid)`` with
+    ``query_id=True``) and where its rows come from, ``path`` and ``lines``
+    (the 1-based line of every row in that file), so that a problem found
+    later in a row (a label outside ``classes``) names its file and line."""
+
+    def __new__(cls, parts, path, lines):
+        chunk = super().__new__(cls, parts)
+        chunk.path = path
+        chunk.lines = lines
+        return chunk
+
+    def __reduce__(self):
+        return Chunk, (tuple(self), self.path, self.lines)
+
+    def where(self, row):
+        return f"{self.path}, line {self.lines[row]}"
 
 
 class _Source:
@@ -174,7 +195,8 @@ class _FileStream:
                 for chunk in self._file_chunks(source):
                     if self.shuffle:
                         perm = rng.permutation(chunk[0].shape[0])
-                        chunk = tuple(part[perm] for part in chunk)
+                        chunk = Chunk([part[perm] for part in chunk], chunk.path,
+                                      chunk.lines[perm])
                     yield chunk
             finally:
                 source.close()
@@ -308,7 +330,7 @@ class SvmlightStream(_FileStream):
                     entry[1] = r0 + n
             have -= take
             n_rows_file += take
-            yield self._assemble(parts)
+            yield self._assemble(parts, source.path)
         if n_rows_file == 0:
             raise ValueError(f"{source.path}: empty file (no data line).")
 
@@ -329,12 +351,12 @@ class SvmlightStream(_FileStream):
                 continue
             data, indices, indptr = self._fix_indices(
                 source.path, data, indices, indptr, row_line, lo, hi)
-            yield labels, data, indices, indptr, qid
+            yield labels, data, indices, indptr, qid, row_line
 
-    def _assemble(self, parts):
+    def _assemble(self, parts, path):
         """One CSR chunk (int32 indices) from row slices of parsed blocks."""
         if len(parts) == 1:
-            labels, data, indices, indptr, qid = parts[0]
+            labels, data, indices, indptr, qid, row_line = parts[0]
         else:
             labels = np.concatenate([p[0] for p in parts])
             data = np.concatenate([p[1] for p in parts])
@@ -343,20 +365,21 @@ class SvmlightStream(_FileStream):
             indptr = np.concatenate(
                 [[0]] + [p[3][1:] + off for p, off in zip(parts, offsets)])
             qid = np.concatenate([p[4] for p in parts])
+            row_line = np.concatenate([p[5] for p in parts])
         index_dtype = np.int32 if data.shape[0] < 2**31 else np.int64
         X = sp.csr_matrix(
             (data, indices.astype(index_dtype, copy=False),
              indptr.astype(index_dtype, copy=False)),
             shape=(labels.shape[0], self.n_features))
-        return (X, labels, qid) if self.query_id else (X, labels)
+        return Chunk((X, labels, qid) if self.query_id else (X, labels), path, row_line)
 
 
 def _slice_rows(piece, r0, r1):
     """Rows r0:r1 of a parsed block, with indptr starting at 0."""
-    labels, data, indices, indptr, qid = piece
+    labels, data, indices, indptr, qid, row_line = piece
     a, b = indptr[r0], indptr[r1]
     return (labels[r0:r1], data[a:b], indices[a:b], indptr[r0:r1 + 1] - a,
-            qid[r0:r1] if qid.shape[0] else qid)
+            qid[r0:r1] if qid.shape[0] else qid, row_line[r0:r1])
 
 
 # ----------------------------------------------------------------------
@@ -382,13 +405,15 @@ class _LineStream(_FileStream):
     """Chunks of ``chunk_size`` non-blank lines of text files, with the file
     line number of the first one."""
 
-    def _line_chunks(self, source):
+    def _line_chunks(self, source, header=False):
+        """With ``header``, the first non-blank line comes alone, first."""
         lines, line = [], 1
         for buf, end in source.blocks():
             for raw in buf[:end].split(b"\n")[:-1]:
                 if raw.strip():
                     lines.append((line, raw))
-                    if len(lines) == self.chunk_size:
+                    if len(lines) == self.chunk_size or header:
+                        header = False
                         yield lines
                         lines = []
                 line += 1
@@ -439,7 +464,8 @@ class JsonLinesStream(_LineStream):
                             f"{self.text_field!r} and {self.label_field!r}.") from None
                 raise
             n += len(records)
-            yield sp.csr_matrix(self.vectorizer.transform(texts)), _as_labels(labels)
+            yield Chunk((sp.csr_matrix(self.vectorizer.transform(texts)), _as_labels(labels)),
+                        source.path, np.array([line for line, _ in lines]))
         if n == 0:
             raise ValueError(f"{source.path}: empty file (no data line).")
 
@@ -451,8 +477,10 @@ class CsvStream(_LineStream):
     (as :class:`JsonLinesStream`); otherwise every column but the label goes
     through ``transformer``, a fitted ``ColumnTransformer`` (or any fitted
     transformer): a pandas DataFrame with the header's names when pandas is
-    installed, else a 2-D array (float when every value is a number).  Yields
-    ``(X, y)``; y is numeric when every label is a number.
+    installed, else a 2-D array (float when every value is a number).  With
+    ``transformer="passthrough"`` those columns are the features as they
+    are (numbers; anything else is an error naming the file and line).
+    Yields ``(X, y)``; y is numeric when every label is a number.
     """
 
     def __init__(self, files, *, label_column, text_column=None, vectorizer=None,
@@ -473,7 +501,7 @@ class CsvStream(_LineStream):
     def _file_chunks(self, source):
         header = None
         n = 0
-        for lines in self._line_chunks(source):
+        for lines in self._line_chunks(source, header=True):
             text = b"\n".join(raw for _, raw in lines).decode("utf-8")
             rows = list(csv.reader(io.StringIO(text), delimiter=self.delimiter))
             if header is None:
@@ -493,12 +521,32 @@ class CsvStream(_LineStream):
             if self.text_column is not None:
                 at = header.index(self.text_column)
                 X = self.vectorizer.transform([row[at] for row in rows])
+            elif isinstance(self.transformer, str) and self.transformer == "passthrough":
+                X = self._numbers(source.path, lines, rows, label_at)
             else:
                 X = self.transformer.transform(self._table(header, rows, label_at))
             n += len(rows)
-            yield sp.csr_matrix(X), labels
+            yield Chunk((sp.csr_matrix(X), labels), source.path,
+                        np.array([line for line, _ in lines]))
         if n == 0:
             raise ValueError(f"{source.path}: empty file (no data line).")
+
+    @staticmethod
+    def _numbers(path, lines, rows, label_at):
+        """The columns but the label as a float array."""
+        try:
+            return np.array([[v for j, v in enumerate(row) if j != label_at]
+                             for row in rows], dtype=np.float64)
+        except ValueError:
+            for (line, _), row in zip(lines, rows):
+                for j, v in enumerate(row):
+                    if j != label_at:
+                        try:
+                            float(v)
+                        except ValueError:
+                            raise ValueError(f"{path}, line {line}: {v!r} is not a "
+                                             "number (tabular CSV)") from None
+            raise
 
     @staticmethod
     def _table(header, rows, label_at):
@@ -523,12 +571,85 @@ class CsvStream(_LineStream):
 
 
 # ----------------------------------------------------------------------
-# metrics of a fitted estimator on one chunk
+# metrics over a stream
+
+class StreamingAUC:
+    """ROC AUC of every row scored so far, in bounded memory (16 MB).
+
+    The scores are binned on a fixed logarithmic grid of 2**20 bins (the
+    leading 20 bits of their float32 representation: 2048 bins per octave,
+    relative width 0.05%) and counted per class in two Fenwick trees, so
+    each row costs O(20) and the memory never grows with the stream.  The
+    AUC is exact for the binned scores; pairs in one bin count one half, as
+    tied scores do, so it differs from the exact AUC by at most
+    ``max_error`` (half the share of (positive, negative) pairs that share a
+    bin), which is reported with it.
+    """
+
+    def __init__(self):
+        self.tree_pos = np.zeros(AUC_N_BINS + 1, dtype=np.int64)
+        self.tree_neg = np.zeros(AUC_N_BINS + 1, dtype=np.int64)
+        self.n_pos = self.n_neg = 0
+        self.ordered2 = 0  # 2 * (ordered pairs) + (pairs in one bin)
+        self.ties = 0
+
+    def update(self, scores, positive):
+        positive = np.ascontiguousarray(positive, dtype=np.uint8)
+        ordered2, ties = auc_insert(self.tree_pos, self.tree_neg,
+                                    np.ascontiguousarray(scores, dtype=np.float64),
+                                    positive, self.n_pos)
+        self.ordered2 += ordered2
+        self.ties += ties
+        new_pos = int(np.count_nonzero(positive))
+        self.n_pos += new_pos
+        self.n_neg += positive.shape[0] - new_pos
+
+    @property
+    def value(self):
+        pairs = self.n_pos * self.n_neg
+        return self.ordered2 / (2 * pairs) if pairs else np.nan
+
+    @property
+    def max_error(self):
+        pairs = self.n_pos * self.n_neg
+        return self.ties / (2 * pairs) if pairs else np.nan
+
+    def __getstate__(self):
+        # checkpoints: the trees are mostly zeros; keep their non-zeros
+        state = dict(self.__dict__)
+        for name in ("tree_pos", "tree_neg"):
+            at = np.flatnonzero(state[name])
+            state[name] = (at, state[name][at])
+        return state
+
+    def __setstate__(self, state):
+        for name in ("tree_pos", "tree_neg"):
+            at, values = state[name]
+            tree = np.zeros(AUC_N_BINS + 1, dtype=np.int64)
+            tree[at] = values
+            state[name] = tree
+        self.__dict__.update(state)
+
+
+def _chunk_outputs(estimator, X):
+    """``(decision_function, predict_proba or None, predict)`` of one chunk;
+    the package's classifiers derive the last two from the scores, so X is
+    read once."""
+    scores = estimator.decision_function(X)
+    from_scores = getattr(estimator, "_outputs_from_scores", None)
+    if from_scores is not None:
+        proba, pred = from_scores(scores)
+    else:
+        proba = estimator.predict_proba(X) if hasattr(estimator, "predict_proba") else None
+        pred = estimator.predict(X)  # its own rule (a threshold may not be 0)
+    return scores, proba, pred
+
 
 class _Scorer:
     """Sums from which the progressive and held-out metrics are exact over
     any number of chunks: loss, accuracy (classifiers) or R^2 (regressors);
-    ROC AUC per chunk for binary classifiers."""
+    for binary classifiers the ROC AUC of all rows so far
+    (:class:`StreamingAUC`)."""
 
     def __init__(self, estimator, classes):
         self.classifier = is_classifier(estimator)
@@ -537,6 +658,8 @@ class _Scorer:
         self.loss_sum = 0.0
         self.correct = 0  # classifiers
         self.sum_y = self.sum_y2 = 0.0  # regressors (R^2 from sums)
+        self.auc = (StreamingAUC() if self.classifier and classes is not None
+                    and len(classes) == 2 else None)
 
     def loss_name(self, estimator):
         if not self.classifier:
@@ -544,15 +667,14 @@ class _Scorer:
         return "log_loss" if hasattr(estimator, "predict_proba") else "hinge"
 
     def update(self, estimator, X, y):
-        """Score one chunk; returns (chunk loss, chunk score, chunk AUC)."""
+        """Score one chunk; returns (chunk loss, chunk score)."""
         n = y.shape[0]
         if self.classifier:
-            scores = estimator.decision_function(X)
+            scores, proba, pred = _chunk_outputs(estimator, X)
             classes = self.classes
-            if hasattr(estimator, "predict_proba"):
-                proba = np.clip(estimator.predict_proba(X), 1e-15, 1.0)
+            if proba is not None:
                 y_index = np.searchsorted(classes, y)
-                loss = -np.log(proba[np.arange(n), y_index])
+                loss = -np.log(np.clip(proba[np.arange(n), y_index], 1e-15, 1.0))
             elif scores.ndim == 1:
                 margin = np.where(y == classes[1], scores, -scores)
                 loss = np.maximum(0.0, 1.0 - margin)
@@ -562,12 +684,10 @@ class _Scorer:
                 others = scores.copy()
                 others[np.arange(n), y_index] = -np.inf
                 loss = np.maximum(0.0, 1.0 - true + others.max(axis=1))
-            pred = estimator.predict(X)  # its own rule (a threshold may not be 0)
             correct = int(np.count_nonzero(pred == y))
             self.correct += correct
-            auc = np.nan
-            if scores.ndim == 1 and 0 < np.count_nonzero(y == classes[1]) < n:
-                auc = roc_auc_score(y == classes[1], scores)
+            if self.auc is not None:
+                self.auc.update(scores, y == classes[1])
             chunk_loss, chunk_score = loss.sum(), correct / n
         else:
             pred = estimator.predict(X)
@@ -577,10 +697,9 @@ class _Scorer:
             chunk_loss = sse
             sst = float(np.sum((y - y.mean()) ** 2))
             chunk_score = 1.0 - sse / sst if sst > 0 else np.nan
-            auc = np.nan
         self.n += n
         self.loss_sum += float(chunk_loss)
-        return float(chunk_loss) / n, chunk_score, auc
+        return float(chunk_loss) / n, chunk_score
 
     @property
     def loss(self):
@@ -595,40 +714,93 @@ class _Scorer:
         sst = self.sum_y2 - self.sum_y**2 / self.n
         return 1.0 - self.loss_sum / sst if sst > 0 else np.nan
 
+    @property
+    def roc_auc(self):
+        return self.auc.value if self.auc is not None else np.nan
 
-def _check_labels(y, classes, where):
+
+def _check_labels(chunk, classes, where):
+    """Refuse a chunk with a label outside ``classes``, naming the file and
+    line of the first such row when the chunk knows them, else ``where``."""
+    y = chunk[1]
     known = np.isin(y, classes)
     if not np.all(known):
+        if isinstance(chunk, Chunk):
+            where = chunk.where(int(np.argmin(known)))
         raise ValueError(
             f"{where}: y contains labels {np.unique(y[~known]).tolist()!r} that "
             f"are not in classes {classes.tolist()!r}.")
 
 
+def _read_ahead(chunks, depth=2):
+    """Iterate ``chunks`` in a reader thread, at most ``depth`` chunks ahead.
+
+    The parser and the kernels run without the GIL, so reading (and
+    decompressing) the next chunk overlaps with learning this one.  The
+    order of the chunks is unchanged; an exception of the reader is raised
+    here, at the chunk where it happened; leaving the loop early stops the
+    reader and closes the files.
+    """
+    slots = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item):
+        while not stop.is_set():
+            try:
+                slots.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def read():
+        iterator = iter(chunks)
+        try:
+            for chunk in iterator:
+                if not put((chunk, None)):
+                    break
+            else:
+                put((end, None))
+        except BaseException as exc:  # handed to the consumer, raised there
+            put((None, exc))
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()
+
+    reader = threading.Thread(target=read, name="sklearn_adaprox-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            chunk, exc = slots.get()
+            if exc is not None:
+                raise exc
+            if chunk is end:
+                return
+            yield chunk
+    finally:
+        stop.set()
+        reader.join()
+
+
 def evaluate_stream(estimator, stream):
     """Loss, score (accuracy or R^2) and, for a binary classifier, ROC AUC
     of a fitted estimator over one pass of ``stream``.  Returns a dict with
-    ``rows``, ``loss``, ``loss_name``, ``score``, ``score_name``, ``roc_auc``.
-    (The AUC keeps one float per row: 8 bytes a row.)"""
+    ``rows``, ``loss``, ``loss_name``, ``score``, ``score_name``, ``roc_auc``
+    and ``roc_auc_max_error`` (the AUC is :class:`StreamingAUC`'s, in
+    bounded memory)."""
     classes = getattr(estimator, "classes_", None)
     scorer = _Scorer(estimator, classes)
-    all_scores, all_pos = [], []
-    for chunk in stream:
-        X, y = chunk[0], chunk[1]
+    for chunk in _read_ahead(stream):
         if scorer.classifier:
-            _check_labels(y, classes, "evaluation stream")
-        scorer.update(estimator, X, y)
-        if scorer.classifier and len(classes) == 2:
-            all_scores.append(estimator.decision_function(X))
-            all_pos.append(y == classes[1])
-    auc = np.nan
-    if all_scores:
-        pos = np.concatenate(all_pos)
-        if 0 < pos.sum() < pos.shape[0]:
-            auc = float(roc_auc_score(pos, np.concatenate(all_scores)))
+            _check_labels(chunk, classes, "evaluation stream")
+        scorer.update(estimator, chunk[0], chunk[1])
     return {
         "rows": scorer.n, "loss": scorer.loss, "loss_name": scorer.loss_name(estimator),
         "score": scorer.score, "score_name": "accuracy" if scorer.classifier else "r2",
-        "roc_auc": auc,
+        "roc_auc": scorer.roc_auc,
+        "roc_auc_max_error": scorer.auc.max_error if scorer.auc is not None else np.nan,
     }
 
 
@@ -716,9 +888,9 @@ def _duration(seconds):
 # the driver
 
 _HISTORY_KEYS = ("rows", "passes", "elapsed", "nonzero_weights", "chunk_loss",
-                 "progressive_loss", "progressive_score", "chunk_auc")
+                 "progressive_loss", "progressive_score", "progressive_auc")
 _HOLDOUT_KEYS = ("holdout_rows", "holdout_loss", "holdout_score", "holdout_auc")
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 2: the progressive AUC over the whole stream
 
 
 def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
@@ -763,6 +935,10 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
         Score every chunk before learning it (progressive validation).  The
         first chunk of a fresh estimator is not scored (there is no model
         yet).  False saves one prediction per chunk.
+
+    The stream is read in a thread of its own, two chunks ahead of the
+    learner (parsing and decompression overlap with learning; the chunks
+    and the model are those of a plain loop).
     verbose : int, default=0
         >= 1: a live progress table on stderr (rows, input non-zeros,
         rows/s, average and since-last progressive loss at doubling row
@@ -775,10 +951,13 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
         Per chunk: ``rows`` (rows learned so far), ``passes``, ``elapsed``
         (seconds), ``nonzero_weights`` (of ``coef_``), ``chunk_loss`` (this
         chunk, before learning it), ``progressive_loss`` and
-        ``progressive_score`` (over all scored rows so far), ``chunk_auc``.
-        Per held-out evaluation: ``holdout_rows``, ``holdout_loss``,
-        ``holdout_score``, ``holdout_auc``.  Scalars: ``loss_name``,
-        ``score_name`` ("accuracy" or "r2"), ``stopped_early``.
+        ``progressive_score`` and ``progressive_auc`` (binary classifiers,
+        :class:`StreamingAUC`) over all scored rows so far.  Per held-out
+        evaluation: ``holdout_rows``, ``holdout_loss``, ``holdout_score``,
+        ``holdout_auc``.  Scalars: ``loss_name``, ``score_name``
+        ("accuracy" or "r2"), ``stopped_early``,
+        ``progressive_auc_max_error`` (the bound of the binned AUC's
+        difference to the exact one).
     """
     classifier = is_classifier(estimator)
     if classifier:
@@ -844,55 +1023,60 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
                      "scorer": {k: v for k, v in scorer.__dict__.items()}},
                     checkpoint)
 
+    def learn_chunk(chunk):
+        nonlocal n_fitted
+        X, y = chunk[0], chunk[1]
+        if classifier:
+            where = (f"pass {state['pass'] + 1}, rows {state['rows'] + 1}-"
+                     f"{state['rows'] + y.shape[0]}")
+            _check_labels(chunk, classes, where)
+        chunk_loss = np.nan
+        if progressive and n_fitted:
+            chunk_loss, _ = scorer.update(estimator, X, y)
+        if classifier:
+            estimator.partial_fit(X, y, classes=classes)
+        else:
+            estimator.partial_fit(X, y)
+        n_fitted = True
+        state["rows"] += y.shape[0]
+        state["nnz"] += X.nnz if sp.issparse(X) else int(np.count_nonzero(X))
+        state["chunk"] += 1
+        state["elapsed"] = elapsed()
+        hist["rows"].append(state["rows"])
+        hist["passes"].append(state["pass"] + 1)
+        hist["elapsed"].append(state["elapsed"])
+        hist["nonzero_weights"].append(int(np.count_nonzero(estimator.coef_)))
+        hist["chunk_loss"].append(chunk_loss)
+        hist["progressive_loss"].append(scorer.loss)
+        hist["progressive_score"].append(scorer.score)
+        hist["progressive_auc"].append(scorer.roc_auc)
+        if holdout is not None and holdout_every and state["rows"] >= state["next_holdout"]:
+            while state["next_holdout"] <= state["rows"]:
+                state["next_holdout"] += holdout_every
+            evaluate_holdout()
+        if checkpoint is not None and checkpoint_every and \
+                state["rows"] >= state["next_checkpoint"]:
+            while state["next_checkpoint"] <= state["rows"]:
+                state["next_checkpoint"] += checkpoint_every
+            save_checkpoint()
+        if progress:
+            progress.maybe_report(state)
+
     for p in range(state["pass"], int(n_passes)):
         if state["stopped_early"]:
             break
         skip = state["chunk"] if p == state["pass"] else 0
         state["pass"], state["chunk"] = p, skip
-        chunks = stream.iter_pass(p) if hasattr(stream, "iter_pass") else iter(stream)
+        chunks = stream.iter_pass(p) if hasattr(stream, "iter_pass") else stream
         if hasattr(stream, "passes_"):
             stream.passes_ = p + 1
-        for c, chunk in enumerate(chunks):
-            if c < skip:
-                continue
-            X, y = chunk[0], chunk[1]
-            where = f"pass {p + 1}, rows {state['rows'] + 1}-{state['rows'] + y.shape[0]}"
-            if classifier:
-                _check_labels(y, classes, where)
-            chunk_loss = chunk_score = auc = np.nan
-            if progressive and n_fitted:
-                chunk_loss, chunk_score, auc = scorer.update(estimator, X, y)
-            if classifier:
-                estimator.partial_fit(X, y, classes=classes)
-            else:
-                estimator.partial_fit(X, y)
-            n_fitted = True
-            state["rows"] += y.shape[0]
-            state["nnz"] += X.nnz if sp.issparse(X) else int(np.count_nonzero(X))
-            state["chunk"] = c + 1
-            state["elapsed"] = elapsed()
-            hist["rows"].append(state["rows"])
-            hist["passes"].append(p + 1)
-            hist["elapsed"].append(state["elapsed"])
-            hist["nonzero_weights"].append(int(np.count_nonzero(estimator.coef_)))
-            hist["chunk_loss"].append(chunk_loss)
-            hist["progressive_loss"].append(scorer.loss)
-            hist["progressive_score"].append(scorer.score)
-            hist["chunk_auc"].append(auc)
-            if holdout is not None and holdout_every and state["rows"] >= state["next_holdout"]:
-                while state["next_holdout"] <= state["rows"]:
-                    state["next_holdout"] += holdout_every
-                evaluate_holdout()
-            if checkpoint is not None and checkpoint_every and \
-                    state["rows"] >= state["next_checkpoint"]:
-                while state["next_checkpoint"] <= state["rows"]:
-                    state["next_checkpoint"] += checkpoint_every
-                save_checkpoint()
-            if progress:
-                progress.maybe_report(state)
-            if state["stopped_early"]:
-                break
-        else:
+        with contextlib.closing(_read_ahead(chunks)) as chunks:
+            for c, chunk in enumerate(chunks):
+                if c >= skip:  # a resumed pass skips the chunks learned before
+                    learn_chunk(chunk)
+                if state["stopped_early"]:
+                    break
+        if not state["stopped_early"]:
             # a pass is complete
             state["pass"], state["chunk"] = p + 1, 0
             if holdout is not None and not holdout_every:
@@ -917,4 +1101,6 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
     history["loss_name"] = scorer.loss_name(estimator)
     history["score_name"] = "accuracy" if classifier else "r2"
     history["stopped_early"] = state["stopped_early"]
+    history["progressive_auc_max_error"] = (scorer.auc.max_error if scorer.auc is not None
+                                            else np.nan)
     return history

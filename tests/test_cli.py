@@ -77,6 +77,42 @@ def test_train_predict_evaluate_info_end_to_end(data):
     assert f"nonzero_weights {np.count_nonzero(ref.coef_)} of 20" in r.stdout
 
 
+def test_train_tabular_csv_through_a_transformer(tmp_path):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import StandardScaler
+    from sklearn_adaprox.stream import CsvStream, fit_stream
+    rng = np.random.RandomState(0)
+    table = np.round(rng.standard_normal((300, 3)) * [1, 10, 100], 6)
+    y = (table @ [1, 0.1, -0.01] > 0).astype(int)
+    (tmp_path / "t.csv").write_text("a,b,label,c\n" + "\n".join(
+        f"{r[0]},{r[1]},{lab},{r[2]}" for r, lab in zip(table, y)) + "\n")
+    ct = ColumnTransformer([("s", StandardScaler(), [0, 1, 2])]).fit(table)
+    joblib.dump(ct, tmp_path / "ct.joblib")
+    r = run("train", "t.csv", "--transformer", "ct.joblib", "-o", "m.joblib",
+            "--classes", "0,1", "--chunk-size", 50, "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    est = joblib.load(tmp_path / "m.joblib")["estimator"]
+    ref = AdaGradClassifier()
+    fit_stream(ref, CsvStream(tmp_path / "t.csv", label_column="label", transformer=ct,
+                              chunk_size=50), classes=[0, 1])
+    assert np.array_equal(est.coef_, ref.coef_)
+    r = run("evaluate", "m.joblib", "t.csv", cwd=tmp_path)
+    metrics = dict(line.split() for line in r.stdout.splitlines())
+    assert float(metrics["accuracy"]) > 0.9 and float(metrics["roc_auc_max_error"]) < 1e-3
+    # numbers as they are, without a transformer
+    r = run("train", "t.csv", "--tabular", "-o", "raw.joblib", "--classes", "0,1", "-q",
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    raw = joblib.load(tmp_path / "raw.joblib")["estimator"]
+    assert raw.n_features_in_ == 3
+    r = run("predict", "raw.joblib", "t.csv", cwd=tmp_path)
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 300
+    r = run("train", "t.csv", "--transformer", "missing.joblib", "-o", "x.joblib",
+            "--classes", "0,1", cwd=tmp_path)
+    assert r.returncode == 2 and "no such transformer file" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "x.joblib").exists()
+
+
 @pytest.mark.parametrize("args, message", [
     (["train", "train.svm", "-o", "m", "--classes", "-1,1"], "needs --n-features"),
     (["train", "train.svm", "-o", "m", "--n-features", "20"], "needs --classes"),

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+from sklearn.metrics import roc_auc_score
 
 import sklearn_adaprox
-from sklearn_adaprox.stream import CsvStream, JsonLinesStream, SvmlightStream
+from sklearn_adaprox.stream import CsvStream, JsonLinesStream, StreamingAUC, SvmlightStream
 
 COMPRESSORS = {
     "plain": lambda b: b,
@@ -211,6 +212,99 @@ def test_csv_tabular_through_column_transformer(tmp_path):
     assert np.concatenate([c[1] for c in chunks]).tolist() == y.tolist()
 
 
+def test_csv_tabular_passthrough(tmp_path):
+    table = np.round(np.random.RandomState(1).standard_normal((30, 2)), 6)
+    path = tmp_path / "tab.csv"
+    path.write_text("x1,label,x2\n" + "\n".join(
+        f"{r[0]},{int(r[0] > 0)},{r[1]}" for r in table) + "\n")
+    chunks = list(CsvStream(path, label_column="label", transformer="passthrough",
+                            chunk_size=7))
+    assert np.array_equal(np.vstack([c[0].toarray() for c in chunks]), table)
+    assert [c.lines[0] for c in chunks] == [2, 9, 16, 23, 30]  # 7 rows each
+    path.write_text("x1,label,x2\n1,0,2\n3,1,three\n")
+    with pytest.raises(ValueError, match=r"tab.csv, line 3: 'three' is not a number"):
+        list(CsvStream(path, label_column="label", transformer="passthrough"))
+
+
+@pytest.mark.parametrize("fmt", ["svmlight", "jsonl", "csv"])
+def test_label_not_in_classes_names_file_and_line(tmp_path, fmt):
+    labels = [1, -1, 1, 1, 7, -1]  # the 7 is on line 5 of the data
+    if fmt == "svmlight":
+        path = tmp_path / "d.svm"
+        path.write_text("# a comment line\n" + "".join(f"{y} 1:1\n" for y in labels))
+        stream, line = SvmlightStream(path, 3, chunk_size=4, shuffle=True, random_state=0), 6
+    elif fmt == "jsonl":
+        path = tmp_path / "d.jsonl"
+        path.write_text("".join(json.dumps({"text": "a b", "label": y}) + "\n"
+                                for y in labels))
+        stream, line = JsonLinesStream(path, chunk_size=4), 5
+    else:
+        path = tmp_path / "d.csv"
+        path.write_text("text,label\n" + "".join(f"a b,{y}\n" for y in labels))
+        stream, line = CsvStream(path, text_column="text", label_column="label",
+                                 chunk_size=4), 6
+    est = AdaGradClassifier()
+    with pytest.raises(ValueError, match=rf"{path.name}, line {line}: y contains labels \[7"):
+        fit_stream(est, stream, classes=[-1, 1])
+    assert est.t_ == 4  # the first chunk was learned, nothing of the second
+
+
+def test_streaming_auc_equals_roc_auc_within_its_bound():
+    rng = np.random.RandomState(0)
+    y = rng.rand(5000) < 0.3
+    scores = rng.standard_normal(5000) + y
+    ties = np.round(scores, 1)  # many exact ties: bins never split them
+    for s in (scores, ties, ties * 1e-30, -ties * 1e30):
+        auc = StreamingAUC()
+        for lo in range(0, 5000, 700):  # any chunking gives the same counts
+            auc.update(s[lo:lo + 700], y[lo:lo + 700])
+        exact = roc_auc_score(y, s)
+        assert abs(auc.value - exact) <= auc.max_error + 1e-12
+        one = StreamingAUC()
+        one.update(s, y)
+        assert (one.value, one.max_error) == (auc.value, auc.max_error)
+        if s is scores:  # continuous scores: few pairs share a bin
+            assert auc.max_error < 1e-3
+    # scores far apart: the binned AUC is exact, the bound 0
+    auc = StreamingAUC()
+    auc.update(np.array([-0.0, 0.0, 1.0, 2.0, -3.0]), np.array([1, 0, 1, 0, 0], bool))
+    assert auc.value == roc_auc_score([1, 0, 1, 0, 0], [0.0, 0.0, 1, 2, -3])
+    # a checkpoint keeps the counts: continuing after pickling is the same
+    import pickle
+    a, b = StreamingAUC(), StreamingAUC()
+    a.update(scores[:100], y[:100])
+    b.update(scores[:100], y[:100])
+    b = pickle.loads(pickle.dumps(b))
+    a.update(scores[100:], y[100:])
+    b.update(scores[100:], y[100:])
+    assert (a.value, a.ties, a.n_pos) == (b.value, b.ties, b.n_pos)
+
+
+def test_read_ahead_keeps_order_errors_and_closes():
+    from sklearn_adaprox.stream import _read_ahead
+    closed = []
+
+    def chunks(fail_at=None):
+        try:
+            for i in range(10):
+                if i == fail_at:
+                    raise ValueError(f"bad chunk {i}")
+                yield i
+        finally:
+            closed.append(True)
+
+    assert list(_read_ahead(chunks())) == list(range(10))
+    got = []
+    with pytest.raises(ValueError, match="bad chunk 4"):
+        for i in _read_ahead(chunks(fail_at=4)):
+            got.append(i)
+    assert got == [0, 1, 2, 3]
+    reader = _read_ahead(chunks())
+    assert next(reader) == 0
+    reader.close()  # leaving early stops the reader thread and closes its source
+    assert closed == [True, True, True]
+
+
 # ----------------------------------------------------------------------
 # the driver
 
@@ -273,6 +367,27 @@ def test_fit_stream_equals_one_pass_fit(tmp_path, est):
     assert history["nonzero_weights"][-1] == np.count_nonzero(ref.coef_)
 
 
+@pytest.mark.parametrize("est", [e for e in ESTIMATORS if hasattr(e, "predict_proba")
+                                 or type(e).__name__.endswith("Classifier")]
+                         + [AdaGradClassifier(loss="log_loss", multi_class="multinomial"),
+                            AdaGradClassifier(loss="modified_huber")],
+                         ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=3
+def test_outputs_from_scores_equal_the_public_methods(est, n_classes):
+    if isinstance(est, PairwiseAUCClassifier) and n_classes == 3:
+        pytest.skip("binary only")
+    X, _ = make_sparse(200, 30, seed=3)
+    y = np.random.RandomState(0).randint(n_classes, size=200)
+    model = clone(est).set_params(max_iter=3).fit(X, y)
+    proba, labels = model._outputs_from_scores(model.decision_function(X))
+    assert np.array_equal(labels, model.predict(X))
+    if hasattr(model, "predict_proba"):
+        assert np.array_equal(proba, model.predict_proba(X))
+    else:
+        assert proba is None
+
+
 def test_progressive_metrics_are_those_of_the_model_before_each_chunk(tmp_path):
     X, y = make_sparse(300, 30, seed=1)
     path = write_svmlight(tmp_path / "d.svm", X, y, True)
@@ -282,17 +397,24 @@ def test_progressive_metrics_are_those_of_the_model_before_each_chunk(tmp_path):
     # replay: score chunk k with the model fitted on chunks < k
     from sklearn.metrics import log_loss
     replay = AdaGradClassifier(loss="log_loss", random_state=0)
-    losses, correct = [], 0
+    losses, correct, scores = [], 0, []
     for lo in range(0, 300, 100):
         Xc, yc = X[lo:lo + 100], y[lo:lo + 100]
         if lo:
             losses.append(log_loss(yc, replay.predict_proba(Xc), labels=[-1, 1]))
             correct += np.sum(replay.predict(Xc) == yc)
+            scores = np.concatenate([scores, replay.decision_function(Xc)])
         replay.partial_fit(Xc, yc, classes=[-1, 1])
     np.testing.assert_allclose(history["chunk_loss"][1:], losses, rtol=1e-12)
     assert history["progressive_loss"][-1] == pytest.approx(np.mean(losses), rel=1e-12)
     assert history["progressive_score"][-1] == pytest.approx(correct / 200)
     assert history["loss_name"] == "log_loss" and history["score_name"] == "accuracy"
+    # the AUC of every scored row so far (not per chunk), from the same replay
+    assert np.isnan(history["progressive_auc"][0])
+    error = history["progressive_auc_max_error"]
+    assert 0 <= error < 1e-3
+    assert abs(history["progressive_auc"][-1] - roc_auc_score(y[100:], scores)) <= error + 1e-12
+    assert abs(history["progressive_auc"][1] - roc_auc_score(y[100:200], scores[:100])) < 1e-3
 
 
 def test_checkpoint_resume_equals_uninterrupted(tmp_path):
@@ -361,7 +483,7 @@ def test_bad_chunk_leaves_last_good_model_and_no_partial_file(tmp_path):
         f.write("3 1:1\n")  # a label that is not in classes, in the last chunk
     est = AdaGradClassifier(random_state=0)
     ckpt = tmp_path / "m.ckpt"
-    with pytest.raises(ValueError, match=r"rows 201-201: y contains labels \[3.0\]"):
+    with pytest.raises(ValueError, match=r"d\.svm, line 201: y contains labels \[3.0\]"):
         fit_stream(est, SvmlightStream(path, 30, chunk_size=100, zero_based=True),
                    classes=[-1, 1], checkpoint=ckpt, checkpoint_every=100)
     assert est.t_ == 200  # the two good chunks were learned, nothing of the bad one
