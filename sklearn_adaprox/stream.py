@@ -834,7 +834,8 @@ class _Progress:
     chunk, then whenever the row count has doubled, and a last line."""
 
     HEADER = (f"{'rows':>11} {'non-zeros':>12} {'rows/s':>9} {'avg loss':>10} "
-              f"{'since last':>10} {'holdout':>10} {'elapsed':>9} {'done':>6} {'ETA':>8}")
+              f"{'since last':>10} {'avg AUC':>8} {'holdout':>10} {'elapsed':>9} "
+              f"{'done':>6} {'ETA':>8}")
 
     def __init__(self, stream, n_passes, file=None):
         self.file = file if file is not None else sys.stderr
@@ -867,12 +868,13 @@ class _Progress:
                 eta = _duration(elapsed * (1 - fraction) / fraction)
         rate = state["rows"] / elapsed if elapsed > 0 else np.nan
         print(f"{state['rows']:>11d} {state['nnz']:>12d} {rate:>9.0f} "
-              f"{_num(scorer.loss):>10} {_num(since):>10} {_num(state['holdout']):>10} "
+              f"{_num(scorer.loss):>10} {_num(since):>10} {_num(scorer.roc_auc, 4):>8} "
+              f"{_num(state['holdout']):>10} "
               f"{_duration(elapsed):>9} {done:>6} {eta:>8}", file=self.file, flush=True)
 
 
-def _num(x):
-    return "" if x is None or not np.isfinite(x) else f"{x:.6f}"
+def _num(x, digits=6):
+    return "" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
 def _duration(seconds):
@@ -942,7 +944,7 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
     verbose : int, default=0
         >= 1: a live progress table on stderr (rows, input non-zeros,
         rows/s, average and since-last progressive loss at doubling row
-        counts, last held-out loss, elapsed, percentage and ETA of the
+        counts, progressive ROC AUC (binary), last held-out loss, elapsed, percentage and ETA of the
         bytes of the stream's files).  Never on stdout.
 
     Returns
