@@ -55,7 +55,8 @@ cdef extern from "_simd.h" nogil:
     void root_update_avx(double* acc, const int32_t* idx, const double* x,
                          Py_ssize_t nnz, double d)
 
-from ._dataset cimport check_pass_input, data_pointers, get_row, index_t, prefetch_row
+from ._dataset cimport (check_pass_input, data_pointers, get_row, index_t, longest_row,
+                       prefetch_row)
 from ._loss cimport Loss, MultinomialLoss
 from ._prox cimport group_l2_prox, l1_ball_solve, linf_prox, prox_work_size
 
@@ -202,82 +203,89 @@ cdef Hyper make_hyper(str update, double eta, double delta, double l1, double l2
 
 
 cdef class AdaGradProblem:
-    """State of one binary AdaGrad problem for the length of one pass.
+    """State of one binary AdaGrad problem for one pass, or for reading its
+    weights.
 
-    Built by the estimator from its fitted NumPy arrays: ``coef`` is a view
-    that the kernel updates in place; ``sum_grad`` and ``sum_sq_grad`` are
-    copied into the interleaved workspace ``acc`` by ``load`` and written
-    back by ``finish``; the intercept scalars and ``t`` are read back
-    through the attributes.  It is never kept as fitted state.
+    Built by the estimator on views of its fitted arrays, which the kernel
+    updates in place (a pass costs O(nnz), whatever the width):
+
+    * ``acc`` (n_features, 2): the accumulators, ``(u_j, sqrt(ssq_j))``
+      side by side (z_j for FTRL-Proximal);
+    * mirror descent: ``w`` the weights, ``w[j]`` current at step
+      ``last_step[j]`` (one-element stand-ins for the other rules).
+
+    The intercept scalars and ``t`` are read back through the attributes.
+    ``coef_into`` / ``coef_at`` give the weights of step ``t`` without
+    changing anything (the estimator's ``coef_``).  It is never kept as
+    fitted state.
     """
     cdef Loss loss
     cdef Hyper hyper
     cdef bint fit_intercept
-    cdef double[::1] coef
-    cdef double[::1] sum_grad
-    cdef double[::1] sum_sq_grad
-    cdef double[:, ::1] acc      # acc[j] = (u_j, sqrt(ssq_j)) during the pass
-    cdef int64_t[::1] last_step  # mirror descent: step at which coef[j] is current
+    cdef double[:, ::1] acc
+    cdef double[::1] w
+    cdef int64_t[::1] last_step
+    cdef double[::1] row_w  # FTRL: the weights of the current row's entries
     cdef public double intercept
     cdef public double intercept_sum_grad
     cdef public double intercept_sum_sq_grad
     cdef public int64_t t
 
-    def __init__(self, Loss loss, str update, double eta, double delta,
-                 double l1, double l2, bint fit_intercept,
-                 double[::1] coef, double[::1] sum_grad, double[::1] sum_sq_grad,
-                 double intercept, double intercept_sum_grad,
-                 double intercept_sum_sq_grad, int64_t t, bint adaptive=True):
-        if sum_grad.shape[0] != coef.shape[0] or sum_sq_grad.shape[0] != coef.shape[0]:
-            raise ValueError("coef, sum_grad and sum_sq_grad must have the same length.")
-        self.loss = loss
+    def __init__(self, *, Loss loss, str update, double eta, double delta,
+                 double l1, double l2, bint fit_intercept, double[:, ::1] acc,
+                 double[::1] w, int64_t[::1] last_step, double intercept,
+                 double intercept_sum_grad, double intercept_sum_sq_grad, int64_t t,
+                 bint adaptive=True):
         self.hyper = make_hyper(update, eta, delta, l1, l2, adaptive)
+        if acc.shape[1] != 2:
+            raise ValueError("acc must have two columns.")
+        if self.hyper.update == MIRROR_DESCENT and (
+                w.shape[0] != acc.shape[0] or last_step.shape[0] != acc.shape[0]):
+            raise ValueError("mirror descent: w and last_step must have a "
+                             "length of n_features.")
+        if w.shape[0] < 1 or last_step.shape[0] < 1:
+            raise ValueError("w and last_step must not be empty.")
+        self.loss = loss
         self.fit_intercept = fit_intercept
-        self.coef = coef
-        self.sum_grad = sum_grad
-        self.sum_sq_grad = sum_sq_grad
+        self.acc = acc
+        self.w = w
+        self.last_step = last_step
+        self.row_w = np.empty(1)
         self.intercept = intercept
         self.intercept_sum_grad = intercept_sum_grad
         self.intercept_sum_sq_grad = intercept_sum_sq_grad
         self.t = t
-        self.acc = np.empty((coef.shape[0], 2))
-        self.load()
-        # coef is current on entry (every pass ends with finish); only
-        # mirror descent reads the stamps, the other rules get one dummy
-        self.last_step = np.full(
-            coef.shape[0] if self.hyper.update == MIRROR_DESCENT else 1, t, dtype=np.int64)
 
-    cdef void load(self) noexcept nogil:
-        """Fill the workspace from the caller's sums (one pass)."""
-        cdef Py_ssize_t j, n = self.coef.shape[0]
-        cdef double* acc = &self.acc[0, 0] if n > 0 else NULL
-        cdef const double* u = &self.sum_grad[0] if n > 0 else NULL
-        cdef const double* ssq = &self.sum_sq_grad[0] if n > 0 else NULL
-        for j in range(n):
-            acc[2 * j] = u[j]
-            acc[2 * j + 1] = sqrt(ssq[j])
-
-    cdef void finish(self) noexcept nogil:
-        """Bring every weight up to step t and write the sums back to the
-        caller's arrays, in one pass (O(n_features), once per pass)."""
-        cdef Py_ssize_t j, n = self.coef.shape[0]
+    cdef inline double weight(self, Py_ssize_t j) noexcept nogil:
+        """Weight j after t steps (read only)."""
         cdef Hyper h = self.hyper
         cdef double t = <double> self.t
-        cdef double* w = &self.coef[0] if n > 0 else NULL
-        cdef const double* acc = &self.acc[0, 0] if n > 0 else NULL
-        cdef double* u = &self.sum_grad[0] if n > 0 else NULL
-        cdef double* ssq = &self.sum_sq_grad[0] if n > 0 else NULL
-        cdef int64_t* last = &self.last_step[0]
-        for j in range(n):
-            if h.update == DUAL_AVERAGING:
-                w[j] = da_weight(acc[2 * j], da_root(acc[2 * j + 1], t, h), t, h)
-            elif h.update == MIRROR_DESCENT:
-                w[j] = md_idle_steps(w[j], acc[2 * j + 1], self.t - last[j], h)
-                last[j] = self.t
-            else:
-                w[j] = ftrl_weight(acc[2 * j], acc[2 * j + 1], h)
-            u[j] = acc[2 * j]
-            ssq[j] = acc[2 * j + 1] * acc[2 * j + 1]
+        if h.update == DUAL_AVERAGING:
+            return da_weight(self.acc[j, 0], da_root(self.acc[j, 1], t, h), t, h)
+        if h.update == MIRROR_DESCENT:
+            return md_idle_steps(self.w[j], self.acc[j, 1], self.t - self.last_step[j], h)
+        return ftrl_weight(self.acc[j, 0], self.acc[j, 1], h)
+
+    def coef_into(self, double[::1] out not None):
+        """Every weight of step t into ``out`` (O(n_features))."""
+        if out.shape[0] != self.acc.shape[0]:
+            raise ValueError("out must have a length of n_features.")
+        cdef Py_ssize_t j
+        with nogil:
+            for j in range(out.shape[0]):
+                out[j] = self.weight(j)
+
+    def coef_at(self, const int64_t[::1] columns not None, double[::1] out not None):
+        """The weights of step t of ``columns`` into ``out``."""
+        if out.shape[0] != columns.shape[0]:
+            raise ValueError("out and columns differ in length.")
+        cdef Py_ssize_t k, n = self.acc.shape[0]
+        for k in range(columns.shape[0]):
+            if not 0 <= columns[k] < n:
+                raise ValueError("column out of range.")
+        with nogil:
+            for k in range(columns.shape[0]):
+                out[k] = self.weight(columns[k])
 
 
 # ----------------------------------------------------------------------
@@ -400,22 +408,22 @@ cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz
 
 
 cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                               double* w, const double* acc, Hyper h) noexcept nogil:
-    # FTRL-Proximal: weights are closed forms of (z, root); stored because the
-    # update needs them.
+                               double* row_w, const double* acc, Hyper h) noexcept nogil:
+    # FTRL-Proximal: weights are closed forms of (z, root); the row's are kept
+    # in ``row_w`` (entry k of the row) because the update needs them.
     cdef Py_ssize_t k, j
     cdef double p = 0.0
     for k in range(nnz):
         if x[k] == 0.0:
             continue
         j = idx[k]
-        w[j] = ftrl_weight(acc[2 * j], acc[2 * j + 1], h)
-        p += w[j] * x[k]
+        row_w[k] = ftrl_weight(acc[2 * j], acc[2 * j + 1], h)
+        p += row_w[k] * x[k]
     return p
 
 
 cdef inline void ftrl_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                             double d, const double* w, double* acc,
+                             double d, const double* row_w, double* acc,
                              Hyper h) noexcept nogil:
     cdef Py_ssize_t k, j
     cdef double g, root, new_root
@@ -426,7 +434,7 @@ cdef inline void ftrl_update(const floating* x, const index_t* idx, Py_ssize_t n
         g = d * x[k]
         root = acc[2 * j + 1]
         new_root = sqrt(root * root + g * g)
-        acc[2 * j] += ftrl_z_step(g, root, new_root, w[j], h)
+        acc[2 * j] += ftrl_z_step(g, root, new_root, row_w[k], h)
         acc[2 * j + 1] = new_root
 
 
@@ -449,9 +457,12 @@ def run_epoch(AdaGradProblem problem,
     cdef Hyper h = problem.hyper
     cdef bint fit_intercept = problem.fit_intercept
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
-                     problem.coef.shape[0], y.shape[0], sample_weight, order)
-    cdef double* w = &problem.coef[0]
-    cdef double* acc = &problem.acc[0, 0]
+                     problem.acc.shape[0], y.shape[0], sample_weight, order)
+    if h.update == FTRL_PROXIMAL:
+        problem.row_w = np.empty(max(longest_row(X_indptr, is_dense, n_features, y.shape[0]), 1))
+    cdef double* w = &problem.w[0]
+    cdef double* row_w = &problem.row_w[0]
+    cdef double* acc = &problem.acc[0, 0] if n_features > 0 else NULL
     cdef int64_t* last = &problem.last_step[0]
     cdef double b = problem.intercept
     cdef double u_b = problem.intercept_sum_grad
@@ -488,7 +499,7 @@ def run_epoch(AdaGradProblem problem,
             elif h.update == MIRROR_DESCENT:
                 p = b + md_margin(x, idx, nnz, w, acc, last, t, h)
             else:
-                p = b + ftrl_margin(x, idx, nnz, w, acc, h)
+                p = b + ftrl_margin(x, idx, nnz, row_w, acc, h)
             sum_loss += sw * loss.loss(yi, p)
             sum_weight += sw
 
@@ -505,7 +516,7 @@ def run_epoch(AdaGradProblem problem,
             elif h.update == MIRROR_DESCENT:
                 md_update(x, idx, nnz, d, w, acc, last, t, h)
             else:
-                ftrl_update(x, idx, nnz, d, w, acc, h)
+                ftrl_update(x, idx, nnz, d, row_w, acc, h)
 
             if fit_intercept:
                 b = intercept_step(b, &u_b, &ssq_b, d, <double> t, h)
@@ -513,7 +524,6 @@ def run_epoch(AdaGradProblem problem,
         if h.update == DUAL_AVERAGING:
             b = da_intercept(u_b, sqrt(ssq_b), <double> t, h)
         problem.t = t
-        problem.finish()
 
     problem.intercept = b
     problem.intercept_sum_grad = u_b

@@ -47,6 +47,7 @@ from ._dataset import (
     as_row_arrays,
     check_sparse_structure,
     shuffled_order,
+    touched_columns,
 )
 
 # Losses whose decision function maps to a probability (see predict_proba).
@@ -197,6 +198,18 @@ class BaseOnlineLinearModel(BaseEstimator):
     # finite.
     _nan_allowed_state = ()
 
+    def _in_place_arrays(self):
+        """Names of the fitted arrays, of shape (n_problems, n_features,
+        ...), that the kernels update in place and only in the columns of
+        X's non-zeros; a continuing call then saves (and checks) just those
+        columns (O(nnz)).  The other fitted arrays are copied whole per
+        call.  Default: none."""
+        return ()
+
+    def _prepare_continuing_state(self):
+        """Hook: adapt the fitted state to the current options at the start
+        of a continuing call (new arrays only: the call may still fail)."""
+
     # ------------------------------------------------------------------
     def _transaction(self, call, *args):
         """``call(*args)``, all or nothing.
@@ -204,14 +217,15 @@ class BaseOnlineLinearModel(BaseEstimator):
         The call runs on a shallow copy of the attribute dict (so that what
         validation sets, such as ``n_features_in_`` on a first call, stays
         private to it) and, once it continues a fitted state, on copies of
-        the fitted arrays (``_start_state``); the kernels update those in
-        place.  On any exception (invalid input, MemoryError, a non-finite
-        state, KeyboardInterrupt) the old dict is put back whole, and a
-        ``RandomState`` passed as ``random_state`` is rewound, so the
-        estimator is bit-identical to what it was.  Swapping the dict is one
-        assignment: a thread reading the estimator meanwhile sees either
-        state, never a mixture (concurrent fits of one estimator are still
-        not supported: the later to finish wins, or one raises).
+        the fitted arrays, except those updated in place, of which the
+        columns the call can change are saved first (``_start_state``).  On
+        any exception (invalid input, MemoryError, a non-finite state,
+        KeyboardInterrupt) the saved columns are written back, the old dict
+        is put back whole, and a ``RandomState`` passed as ``random_state``
+        is rewound, so the estimator is bit-identical to what it was.  (A
+        thread reading the estimator during a call may see the in-place
+        arrays part-way; concurrent fits of one estimator are not supported:
+        the later to finish wins, or one raises.)
         """
         saved = self.__dict__
         rng = getattr(self, "random_state", None)
@@ -220,26 +234,36 @@ class BaseOnlineLinearModel(BaseEstimator):
         curve_length = len(curve) if isinstance(curve, list) else 0
         self.__dict__ = dict(saved)
         try:
-            return call(*args)
+            result = call(*args)
         except BaseException:
+            for array, columns, values in self.__dict__.get("_undo", ()):
+                array[:, columns] = values
             self.__dict__ = saved
             if rng_state is not None:
                 rng.set_state(rng_state)
             if isinstance(curve, list):  # see _copy_fitted_state
                 del curve[curve_length:]
             raise
+        self.__dict__.pop("_undo", None)
+        self.__dict__.pop("_touched_columns", None)
+        return result
 
-    def _start_state(self, first_call, partial, n_problems, n_features):
+    def _start_state(self, first_call, partial, n_problems, n_features, X=None):
         """Fresh fitted state on a first call; otherwise this call's own
-        copy of the fitted state (see ``_transaction``).  A fresh loss curve
-        per fit."""
+        copy of the fitted state, or the saved columns of the arrays updated
+        in place (see ``_transaction``; X names the columns).  A fresh loss
+        curve per fit.  ``_state_version`` counts the changes of the state
+        (what a cache of a function of it compares)."""
         if first_call:
             self.t_ = 0
             self.loss_curve_ = []
+            self._state_version = 0
             self._init_state(n_problems, n_features)
+        else:
+            self._prepare_continuing_state()
         self._check_state_fits_in_memory()
         if not first_call:
-            self._copy_fitted_state()
+            self._copy_fitted_state(X)
         if not partial:
             self.loss_curve_ = []
 
@@ -263,30 +287,50 @@ class BaseOnlineLinearModel(BaseEstimator):
                 "(e.g. HashingVectorizer(n_features=2**20))."
             )
 
-    def _copy_fitted_state(self):
+    def _copy_fitted_state(self, X=None):
         """Replace every fitted array and container by a private, writable
         copy: the kernels' in-place updates then reach the estimator only
         if the call succeeds, and a state loaded read-only (e.g.
-        ``joblib.load(..., mmap_mode="r")``) can be continued.  O(size of
-        the state), once per call.  ``loss_curve_`` grows by one entry per
-        call and is never changed otherwise: copying it would make a long
-        stream of calls quadratic, so a failed call's entries are removed
-        from it instead (``_transaction``)."""
+        ``joblib.load(..., mmap_mode="r")``) can be continued.  The arrays
+        of ``_in_place_arrays`` are not copied when writable: the columns of
+        sparse X's non-zeros (all columns for dense X) are saved in
+        ``_undo`` instead, so the cost is O(nnz) rather than O(size of the
+        state).  ``loss_curve_`` grows by one entry per call and is never
+        changed otherwise: copying it would make a long stream of calls
+        quadratic, so a failed call's entries are removed from it instead
+        (``_transaction``)."""
+        in_place = set(self._in_place_arrays())
+        columns = slice(None)
+        if in_place and X is not None and sp.issparse(X):
+            columns = touched_columns(X.indices, X.shape[1])
+            self._touched_columns = columns
+        undo = []
         for name, value in list(self.__dict__.items()):
             if not name.endswith("_") or name == "loss_curve_":
                 continue
             if isinstance(value, np.ndarray):
-                setattr(self, name, np.array(value))  # a plain ndarray copy
+                if name in in_place and value.flags.writeable:
+                    undo.append((value, columns, value[:, columns].copy()))
+                else:
+                    setattr(self, name, np.array(value))  # a plain ndarray copy
             elif isinstance(value, (list, dict)):
                 setattr(self, name, copy.deepcopy(value))
+        self._undo = undo
 
     def _check_finite_state(self, when):
         """ValueError if a fitted float array holds NaN or infinity after
-        ``when`` (e.g. "epoch 3"); the transaction then restores the state."""
+        ``when`` (e.g. "epoch 3"); the transaction then restores the state.
+        Of the arrays updated in place, only the columns this call could
+        change are looked at."""
+        columns = self.__dict__.get("_touched_columns")
+        in_place = self._in_place_arrays() if columns is not None else ()
         for name, value in self.__dict__.items():
-            if (name.endswith("_") and isinstance(value, np.ndarray)
-                    and value.dtype == np.float64 and name not in self._nan_allowed_state
-                    and not all_finite(value)):
+            if not (name.endswith("_") and isinstance(value, np.ndarray)
+                    and value.dtype == np.float64 and name not in self._nan_allowed_state):
+                continue
+            if name in in_place:
+                value = value[:, columns]
+            if not all_finite(value):
                 raise ValueError(
                     f"Floating-point overflow in {when}: {name} holds non-finite "
                     "values. The estimator was left as it was before this call. "
@@ -316,6 +360,7 @@ class BaseOnlineLinearModel(BaseEstimator):
             )
             self.t_ += n_steps
             self.n_iter_ += 1
+            self._state_version = self.__dict__.get("_state_version", 0) + 1
             self._check_finite_state(
                 "this partial_fit call" if partial else f"epoch {self.n_iter_}")
             total_weight = results[0][1]
@@ -538,7 +583,7 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         targets = self._problem_targets(y_index, all_classes.shape[0])
         if first_call:
             self.classes_ = all_classes
-        self._start_state(first_call, partial, len(targets), X.shape[1])
+        self._start_state(first_call, partial, len(targets), X.shape[1], X)
         return self._run_epochs(X, targets, sample_weight, partial, n_jobs=self.n_jobs)
 
     def decision_function(self, X):
@@ -552,7 +597,28 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
-        return super().decision_function(check_structure(X))
+        X = check_structure(X)
+        coef_at = getattr(self, "_coef_at", None)
+        if coef_at is not None and sp.issparse(X):
+            check_is_fitted(self)
+            X = validate_data(self, X, accept_sparse="csr", reset=False)
+            if 2 * X.nnz < X.shape[1]:
+                # Fewer non-zeros than weights: score with the weights of X's
+                # own columns only (a model that keeps coef_ as a function of
+                # its state need not materialise it).  The same products in
+                # the same order as X @ coef_.T: the same scores, bit for bit.
+                columns = touched_columns(X.indices, X.shape[1])
+                weights = coef_at(columns)
+                if weights is not None:
+                    X = sp.csr_matrix((X.data, np.searchsorted(columns, X.indices), X.indptr),
+                                      shape=(X.shape[0], columns.shape[0]))
+            else:
+                weights = None
+            if weights is None:
+                weights = self.coef_
+            scores = safe_sparse_dot(X, weights.T, dense_output=True) + self.intercept_
+            return scores.ravel() if scores.shape[1] == 1 else scores
+        return super().decision_function(X)
 
     # ------------------------------------------------------------------
     def _outputs_from_scores(self, scores):
@@ -659,7 +725,7 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
         X, y, sample_weight, first_call = self._validate_input(
             X, y, sample_weight, partial
         )
-        self._start_state(first_call, partial, 1, X.shape[1])
+        self._start_state(first_call, partial, 1, X.shape[1], X)
         return self._run_epochs(X, [y], sample_weight, partial)
 
     def predict(self, X):

@@ -84,6 +84,18 @@ cdef inline void prefetch_row(
         prefetch_stream(columns, length * sizeof(index_t))
 
 
+cdef inline Py_ssize_t longest_row(const index_t[::1] indptr, bint is_dense,
+                                   Py_ssize_t n_features, Py_ssize_t n_rows) noexcept nogil:
+    """Largest number of stored entries of one row (workspaces per row)."""
+    cdef Py_ssize_t i, longest = 0
+    if is_dense:
+        return n_features if n_rows > 0 else 0
+    for i in range(n_rows):
+        if indptr[i + 1] - indptr[i] > longest:
+            longest = indptr[i + 1] - indptr[i]
+    return longest
+
+
 cdef inline int check_pass_input(
     const floating[::1] X_data,
     const index_t[::1] X_indices,

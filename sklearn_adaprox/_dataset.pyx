@@ -93,6 +93,40 @@ def csr_has_duplicates(const index_t[::1] indices, const index_t[::1] indptr,
     return found
 
 
+def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
+    """The distinct columns named by ``indices`` (all in [0, n_features)),
+    sorted, as int64: what a pass over those entries can change.
+
+    A bitmap of n_features bits (zero pages until written) and one scan of
+    it: O(nnz + n_features / 64), where sorting would be O(nnz log nnz).
+    """
+    cdef uint64_t[::1] bits = np.zeros(n_features // 64 + 1, dtype=np.uint64)
+    cdef Py_ssize_t k, w, b, n = 0
+    cdef uint64_t word
+    with nogil:
+        for k in range(indices.shape[0]):
+            bits[indices[k] >> 6] |= (<uint64_t> 1) << (indices[k] & 63)
+        for w in range(bits.shape[0]):
+            word = bits[w]
+            while word:  # count the set bits: one step per bit
+                word &= word - 1
+                n += 1
+    columns = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] out = columns
+    n = 0
+    with nogil:
+        for w in range(bits.shape[0]):
+            word = bits[w]
+            b = 0
+            while word:
+                if word & 1:
+                    out[n] = 64 * w + b
+                    n += 1
+                word >>= 1
+                b += 1
+    return columns
+
+
 def _first_decrease(const index_t[::1] indptr):
     """Position of the first entry of ``indptr`` smaller than the one
     before it, or -1."""

@@ -74,7 +74,8 @@ from cython cimport floating
 from libc.math cimport exp, ldexp, sqrt
 from libc.stdint cimport int64_t
 
-from ._dataset cimport check_pass_input, data_pointers, get_row, index_t, prefetch_row
+from ._dataset cimport (check_pass_input, data_pointers, get_row, index_t, longest_row,
+                       prefetch_row)
 from ._loss cimport Loss
 
 from ._loss import Hinge, Log
@@ -496,18 +497,6 @@ cdef class PairwiseAUCProblem:
         cdef int64_t k = self.t + 1
         for j in range(self.coef.shape[0]):
             self.catch_up(j, k)
-
-
-cdef Py_ssize_t longest_row(const index_t[::1] indptr, bint is_dense,
-                            Py_ssize_t n_features, Py_ssize_t n_rows) noexcept nogil:
-    """Largest number of stored entries of one row."""
-    cdef Py_ssize_t i, longest = 0
-    if is_dense:
-        return n_features if n_rows > 0 else 0
-    for i in range(n_rows):
-        if indptr[i + 1] - indptr[i] > longest:
-            longest = indptr[i + 1] - indptr[i]
-    return longest
 
 
 def run_epoch(PairwiseAUCProblem problem,

@@ -1,5 +1,6 @@
 """AdaGradClassifier: AdaGrad (diagonal or full-matrix) with composite
 (proximal) penalties and constraints, one-vs-rest or multinomial."""
+import weakref
 from numbers import Real
 
 import numpy as np
@@ -21,6 +22,12 @@ from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 
 # Penalties over the rows of the weight matrix (a feature for all classes).
 MIXED_NORM_PENALTIES = ("l1_l2", "l1_linf")
+
+# coef_ of the element-wise state, materialised when read: estimator ->
+# (_state_version, coef).  Outside the estimator, so that reading coef_
+# changes nothing of it (pickles, the attribute dict) and the cache goes
+# with the estimator.
+_COEF_CACHE = weakref.WeakKeyDictionary()
 
 
 class AdaGradClassifier(BaseOnlineLinearClassifier):
@@ -427,7 +434,177 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             return 0.0, float(self.alpha)
         return self.alpha * self.l1_ratio, self.alpha * (1.0 - self.l1_ratio)
 
+    # ------------------------------------------------------------------
+    # The fitted state of the element-wise binary problems (the common case:
+    # one-vs-rest or binary, a diagonal matrix, an element-wise penalty) is
+    # updated in place by the kernel, so that a partial_fit call costs what
+    # its rows cost (O(nnz)) whatever n_features:
+    #
+    # * accumulators_ (n_problems, n_features, 2): (u_j, sqrt(ssq_j)) side by
+    #   side, the kernel's own layout (z_j for FTRL-Proximal);
+    # * mirror descent also keeps md_weights_ (its weights, w_j current at
+    #   step md_steps_[j]), the other rules' weights being closed forms of
+    #   the accumulators and t_;
+    # * coef_, sum_gradient_ and sum_sq_gradient_ are read from those
+    #   (coef_ materialised exactly, once per state, when it is read; a
+    #   sparse X is scored by the weights of its own columns only).
+    #
+    # The other options (multinomial, full matrix, l-infinity, l1 ball) keep
+    # coef_, sum_gradient_ and sum_sq_gradient_ as arrays, their kernels
+    # costing O(n_features) per step anyway.  A continuing call whose options
+    # move the state from one layout to the other converts it (O(state),
+    # once).
+
+    def _elementwise(self):
+        """Whether the current options take the in-place element-wise kernel."""
+        return (self.multi_class != "multinomial" and self.matrix != "full"
+                and self.penalty != "linf" and self.l1_ball is None)
+
+    def _weight_rule(self):
+        """What the element-wise weights are a function of, frozen with the
+        state at the end of each call (``coef_`` keeps its meaning when the
+        parameters are changed afterwards)."""
+        l1, l2 = self._penalty_strengths()
+        return {"update": self.update, "eta": float(self.eta), "delta": float(self.delta),
+                "l1": l1, "l2": l2, "adaptive": self.matrix != "identity"}
+
+    def _problem(self, k, rule, **scalars):
+        """The kernel's view of problem k of the element-wise state."""
+        md = rule["update"] == "mirror_descent"
+
+        def writable(a):  # the Problem's views are writable; a state loaded
+            return a if a.flags.writeable else a.copy()  # read-only is read
+
+        acc = writable(self.accumulators_[k])
+        return AdaGradProblem(
+            loss=make_loss(self.loss), fit_intercept=self.fit_intercept, acc=acc,
+            w=writable(self.md_weights_[k]) if md else np.zeros(1),
+            last_step=writable(self.md_steps_[k]) if md else np.zeros(1, dtype=np.int64),
+            t=self.t_, **rule, **scalars)
+
+    def _materialise_coef(self):
+        """``coef_`` of the element-wise state (cached until it changes)."""
+        cached = _COEF_CACHE.get(self)
+        if cached is not None and cached[0] == self._state_version:
+            return cached[1]
+        n_problems, n_features = self.accumulators_.shape[:2]
+        coef = np.empty((n_problems, n_features))
+        for k in range(n_problems):
+            self._problem(k, self._rule, intercept=0.0, intercept_sum_grad=0.0,
+                          intercept_sum_sq_grad=0.0).coef_into(coef[k])
+        _COEF_CACHE[self] = (self._state_version, coef)
+        return coef
+
+    def _coef_at(self, columns):
+        """The rows of ``coef_`` restricted to ``columns`` (sorted int64),
+        computed from the state without materialising the rest; None when
+        ``coef_`` is an array anyway."""
+        if "accumulators_" not in self.__dict__:
+            return None
+        cached = _COEF_CACHE.get(self)
+        if cached is not None and cached[0] == self._state_version:
+            return cached[1][:, columns]
+        out = np.empty((self.accumulators_.shape[0], columns.shape[0]))
+        for k in range(out.shape[0]):
+            self._problem(k, self._rule, intercept=0.0, intercept_sum_grad=0.0,
+                          intercept_sum_sq_grad=0.0).coef_at(columns, out[k])
+        return out
+
+    def _in_place_arrays(self):
+        if "accumulators_" not in self.__dict__:
+            return ()
+        return ("accumulators_", "md_weights_", "md_steps_")
+
+    @property
+    def coef_(self):
+        state = self.__dict__
+        if "accumulators_" in state:
+            return self._materialise_coef()
+        if "coef_" in state:
+            return state["coef_"]
+        raise AttributeError("coef_")
+
+    @coef_.setter
+    def coef_(self, value):
+        self.__dict__["coef_"] = value
+
+    @property
+    def sum_gradient_(self):
+        state = self.__dict__
+        if "accumulators_" in state:
+            view = state["accumulators_"][..., 0]
+            view.flags.writeable = False  # the state is changed by fitting only
+            return view
+        if "sum_gradient_" in state:
+            return state["sum_gradient_"]
+        raise AttributeError("sum_gradient_")
+
+    @sum_gradient_.setter
+    def sum_gradient_(self, value):
+        self.__dict__["sum_gradient_"] = value
+
+    @property
+    def sum_sq_gradient_(self):
+        state = self.__dict__
+        if "accumulators_" in state:
+            root = state["accumulators_"][..., 1]
+            return root * root  # the square of the root is exactly the sum kept
+        if "sum_sq_gradient_" in state:
+            return state["sum_sq_gradient_"]
+        raise AttributeError("sum_sq_gradient_")
+
+    @sum_sq_gradient_.setter
+    def sum_sq_gradient_(self, value):
+        self.__dict__["sum_sq_gradient_"] = value
+
+    def _prepare_continuing_state(self):
+        """Convert the fitted state to the layout of the current options
+        (see above); new arrays, so a failed call leaves the old ones as
+        they were."""
+        state = self.__dict__
+        if self.multi_class == "multinomial" or self.matrix == "full":
+            return  # their layouts are fixed (checked by _check_options)
+        rule = self._weight_rule()
+        if self._elementwise():
+            if "accumulators_" not in state:
+                coef = state.pop("coef_")
+                self.accumulators_ = np.stack(
+                    [state.pop("sum_gradient_"), np.sqrt(state.pop("sum_sq_gradient_"))],
+                    axis=-1)
+                if rule["update"] == "mirror_descent":
+                    self.md_weights_ = np.array(coef)
+                    self.md_steps_ = np.full(coef.shape, self.t_, dtype=np.int64)
+            elif (rule["update"] == "mirror_descent") != ("md_weights_" in state):
+                if rule["update"] == "mirror_descent":  # weights of the old rule
+                    self.md_weights_ = np.array(self._materialise_coef())
+                    self.md_steps_ = np.full(self.md_weights_.shape, self.t_, dtype=np.int64)
+                else:
+                    del state["md_weights_"], state["md_steps_"]
+            self._rule = rule  # this call's weights follow the current options
+        elif "accumulators_" in state:
+            coef = np.array(self._materialise_coef())
+            acc = state.pop("accumulators_")
+            state.pop("md_weights_", None)
+            state.pop("md_steps_", None)
+            self.coef_ = coef
+            self.sum_gradient_ = acc[..., 0].copy()
+            self.sum_sq_gradient_ = acc[..., 1] * acc[..., 1]
+
     def _init_state(self, n_problems, n_features):
+        for name in ("accumulators_", "md_weights_", "md_steps_", "coef_",
+                     "sum_gradient_", "sum_sq_gradient_", "sum_outer_gradient_",
+                     "class_coef_", "class_intercept_"):
+            self.__dict__.pop(name, None)  # a fresh fit may change the layout
+        if self._elementwise():
+            self.accumulators_ = np.zeros((n_problems, n_features, 2))
+            if self.update == "mirror_descent":
+                self.md_weights_ = np.zeros((n_problems, n_features))
+                self.md_steps_ = np.zeros((n_problems, n_features), dtype=np.int64)
+            self._rule = self._weight_rule()
+            self.intercept_sum_gradient_ = np.zeros(n_problems)
+            self.intercept_sum_sq_gradient_ = np.zeros(n_problems)
+            self.intercept_ = np.zeros(n_problems)
+            return
         if self.multi_class == "multinomial":
             n_problems = len(self.classes_)  # one weight vector per class
             self.class_coef_ = np.zeros((n_problems, n_features), dtype=np.float64)
@@ -467,24 +644,10 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             return self._run_full_matrix_epoch(k, data)
         if self.penalty == "linf" or self.l1_ball is not None:
             return self._run_global_epoch(k, data)
-        l1, l2 = self._penalty_strengths()
-        problem = AdaGradProblem(
-            make_loss(self.loss),
-            self.update,
-            self.eta,
-            self.delta,
-            l1,
-            l2,
-            self.fit_intercept,
-            self.coef_[k],
-            self.sum_gradient_[k],
-            self.sum_sq_gradient_[k],
-            self.intercept_[k],
-            self.intercept_sum_gradient_[k],
-            self.intercept_sum_sq_gradient_[k],
-            self.t_,
-            self.matrix != "identity",
-        )
+        problem = self._problem(
+            k, self._weight_rule(), intercept=self.intercept_[k],
+            intercept_sum_grad=self.intercept_sum_gradient_[k],
+            intercept_sum_sq_grad=self.intercept_sum_sq_gradient_[k])
         result = run_epoch(problem, *data)
         self.intercept_[k] = problem.intercept
         self.intercept_sum_gradient_[k] = problem.intercept_sum_grad

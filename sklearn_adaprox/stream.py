@@ -889,9 +889,11 @@ def _duration(seconds):
 # ----------------------------------------------------------------------
 # the driver
 
-_HISTORY_KEYS = ("rows", "passes", "elapsed", "nonzero_weights", "chunk_loss",
-                 "progressive_loss", "progressive_score", "progressive_auc")
+_HISTORY_KEYS = ("rows", "passes", "elapsed", "chunk_loss", "progressive_loss",
+                 "progressive_score", "progressive_auc")
 _HOLDOUT_KEYS = ("holdout_rows", "holdout_loss", "holdout_score", "holdout_auc")
+# counting the non-zero weights is O(n_features): at doubling row counts only
+_NONZERO_KEYS = ("nonzero_rows", "nonzero_weights")
 CHECKPOINT_VERSION = 2  # 2: the progressive AUC over the whole stream
 
 
@@ -951,12 +953,15 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
     -------
     history : dict of 1-D arrays and a few scalars
         Per chunk: ``rows`` (rows learned so far), ``passes``, ``elapsed``
-        (seconds), ``nonzero_weights`` (of ``coef_``), ``chunk_loss`` (this
+        (seconds), ``chunk_loss`` (this
         chunk, before learning it), ``progressive_loss`` and
         ``progressive_score`` and ``progressive_auc`` (binary classifiers,
         :class:`StreamingAUC`) over all scored rows so far.  Per held-out
         evaluation: ``holdout_rows``, ``holdout_loss``, ``holdout_score``,
-        ``holdout_auc``.  Scalars: ``loss_name``, ``score_name``
+        ``holdout_auc``.  ``nonzero_weights`` (of ``coef_``) at
+        ``nonzero_rows``: after the first chunk, whenever the row count has
+        doubled, and at the end (counting reads every weight, where a chunk
+        costs what its rows cost).  Scalars: ``loss_name``, ``score_name``
         ("accuracy" or "r2"), ``stopped_early``,
         ``progressive_auc_max_error`` (the bound of the binned AUC's
         difference to the exact one).
@@ -976,7 +981,7 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
     if resume and checkpoint is None:
         raise ValueError("resume needs a checkpoint path.")
 
-    hist = {k: [] for k in _HISTORY_KEYS + _HOLDOUT_KEYS}
+    hist = {k: [] for k in _HISTORY_KEYS + _HOLDOUT_KEYS + _NONZERO_KEYS}
     state = {"pass": 0, "chunk": 0, "rows": 0, "nnz": 0, "holdout": None,
              "best": np.inf, "no_improvement": 0, "stopped_early": False,
              "next_holdout": holdout_every, "next_checkpoint": checkpoint_every,
@@ -1047,7 +1052,6 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
         hist["rows"].append(state["rows"])
         hist["passes"].append(state["pass"] + 1)
         hist["elapsed"].append(state["elapsed"])
-        hist["nonzero_weights"].append(int(np.count_nonzero(estimator.coef_)))
         hist["chunk_loss"].append(chunk_loss)
         hist["progressive_loss"].append(scorer.loss)
         hist["progressive_score"].append(scorer.score)
@@ -1061,8 +1065,14 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
             while state["next_checkpoint"] <= state["rows"]:
                 state["next_checkpoint"] += checkpoint_every
             save_checkpoint()
+        if state["rows"] >= 2 * (hist["nonzero_rows"] or [0])[-1]:
+            count_nonzero_weights()
         if progress:
             progress.maybe_report(state)
+
+    def count_nonzero_weights():
+        hist["nonzero_rows"].append(state["rows"])
+        hist["nonzero_weights"].append(int(np.count_nonzero(estimator.coef_)))
 
     for p in range(state["pass"], int(n_passes)):
         if state["stopped_early"]:
@@ -1090,6 +1100,8 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
     if holdout is not None and (not hist["holdout_rows"] or
                                 hist["holdout_rows"][-1] != state["rows"]):
         evaluate_holdout()
+    if hist["nonzero_rows"][-1] != state["rows"]:
+        count_nonzero_weights()
     if checkpoint is not None:
         save_checkpoint()
     state["elapsed"] = elapsed()
@@ -1098,6 +1110,7 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
 
     history = {k: np.asarray(v, dtype=np.float64 if k not in ("rows", "passes",
                                                                 "nonzero_weights",
+                                                                "nonzero_rows",
                                                                 "holdout_rows") else np.int64)
                for k, v in hist.items()}
     history["loss_name"] = scorer.loss_name(estimator)

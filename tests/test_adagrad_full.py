@@ -178,12 +178,17 @@ def test_one_hot_rows_reduce_to_diagonal_adagrad(update, l2, delta, loss):
         X, y, sample_weight, loss=loss, update=update, eta=eta, delta=delta,
         l2=l2, fit_intercept=False)
 
-    coef, sum_grad, sum_sq_grad = np.zeros(d), np.zeros(d), np.zeros(d)
-    problem = AdaGradProblem(make_loss(loss), update, eta, delta, 0.0, l2, False,
-                             coef, sum_grad, sum_sq_grad, 0.0, 0.0, 0.0, 0)
+    acc, md_w, md_last = np.zeros((d, 2)), np.zeros(d), np.zeros(d, dtype=np.int64)
+    problem = AdaGradProblem(
+        loss=make_loss(loss), update=update, eta=eta, delta=delta, l1=0.0, l2=l2,
+        fit_intercept=False, acc=acc, w=md_w, last_step=md_last, intercept=0.0,
+        intercept_sum_grad=0.0, intercept_sum_sq_grad=0.0, t=0)
     data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     diag_loss, diag_weight = run_epoch(problem, data, indices, indptr, is_dense, n_features, y,
                                        sample_weight, np.arange(n, dtype=np.int64))
+    coef = np.empty(d)
+    problem.coef_into(coef)
+    sum_grad, sum_sq_grad = acc[:, 0], acc[:, 1] ** 2
 
     assert_array_equal(G, np.diag(np.diag(G)))
     assert_allclose(w, coef, rtol=1e-10, atol=1e-10)
@@ -223,9 +228,11 @@ def test_full_matrix_beats_diagonal_on_correlated_features(update):
             X, y, ones, loss="log_loss", update=update, eta=eta, delta=1e-3,
             l2=0.0, fit_intercept=True)
         full.append(sum_loss / sum_weight)
-        problem = AdaGradProblem(make_loss("log_loss"), update, eta, 1e-3, 0.0, 0.0,
-                                 True, np.zeros(d), np.zeros(d), np.zeros(d),
-                                 0.0, 0.0, 0.0, 0)
+        problem = AdaGradProblem(
+            loss=make_loss("log_loss"), update=update, eta=eta, delta=1e-3, l1=0.0, l2=0.0,
+            fit_intercept=True, acc=np.zeros((d, 2)), w=np.zeros(d),
+            last_step=np.zeros(d, dtype=np.int64), intercept=0.0, intercept_sum_grad=0.0,
+            intercept_sum_sq_grad=0.0, t=0)
         sum_loss, sum_weight = run_epoch(problem, data, indices, indptr, is_dense, n_features,
                                          y, ones, order)
         diag.append(sum_loss / sum_weight)

@@ -153,12 +153,17 @@ def _diagonal_kernel(X, y, sample_weight, order, *, loss, update, delta,
                      fit_intercept):
     """The existing unpenalised diagonal AdaGrad kernel (l1 = l2 = 0)."""
     d = X.shape[1]
-    coef, u, ssq = np.zeros(d), np.zeros(d), np.zeros(d)
-    problem = AdaGradProblem(make_loss(loss), update, ETA, delta, 0.0, 0.0,
-                             fit_intercept, coef, u, ssq, 0.0, 0.0, 0.0, 0)
+    acc, w, last = np.zeros((d, 2)), np.zeros(d), np.zeros(d, dtype=np.int64)
+    problem = AdaGradProblem(
+        loss=make_loss(loss), update=update, eta=ETA, delta=delta, l1=0.0, l2=0.0,
+        fit_intercept=fit_intercept, acc=acc, w=w, last_step=last, intercept=0.0,
+        intercept_sum_grad=0.0, intercept_sum_sq_grad=0.0, t=0)
     data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     sum_loss, sum_weight = run_epoch(problem, data, indices, indptr, is_dense, n_features, y,
                                      sample_weight, np.asarray(order, dtype=np.int64))
+    coef = np.empty(d)
+    problem.coef_into(coef)
+    u, ssq = acc[:, 0], acc[:, 1] ** 2
     intercept = [problem.intercept, problem.intercept_sum_grad,
                  problem.intercept_sum_sq_grad]
     return coef, u, ssq, np.array(intercept), problem.t, sum_loss, sum_weight
