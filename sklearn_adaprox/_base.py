@@ -310,7 +310,9 @@ class BaseOnlineLinearModel(BaseEstimator):
                 continue
             if isinstance(value, np.ndarray):
                 if name in in_place and value.flags.writeable:
-                    undo.append((value, columns, value[:, columns].copy()))
+                    saved = value[:, columns]  # a copy, or a view of every column
+                    undo.append((value, columns, saved.copy() if isinstance(columns, slice)
+                                 else saved))
                 else:
                     setattr(self, name, np.array(value))  # a plain ndarray copy
             elif isinstance(value, (list, dict)):

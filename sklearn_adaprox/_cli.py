@@ -386,10 +386,11 @@ def _predict(args):
                          "(train with -p loss=log_loss or modified_huber)")
     if args.what == "score" and not hasattr(est, "decision_function"):
         raise UsageError(f"{PROG} predict: a regressor has no scores; use --what label")
+    from .stream import _read_ahead
     stream = _open_files(bundle, args, "predict")
     out = open(args.output, "w") if args.output else sys.stdout
     try:
-        for chunk in stream:
+        for chunk in _read_ahead(stream):  # parsing overlaps with predicting
             X = chunk[0]
             if args.what == "label":
                 values = est.predict(X)

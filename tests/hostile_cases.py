@@ -1119,7 +1119,9 @@ def model_arrays(est, compare="state"):
     wall-clock records; only coef_ and intercept_ if compare == "model"."""
     skip = set(getattr(est, "_timing_attributes", ()))
     out = {}
-    for key, value in vars(est).items():
+    # coef_ may be computed from the state when read rather than stored
+    items = {**vars(est), **({"coef_": est.coef_} if hasattr(est, "coef_") else {})}
+    for key, value in items.items():
         if not key.endswith("_") or key.startswith("_") or key in skip:
             continue
         if compare == "model" and key not in ("coef_", "intercept_"):

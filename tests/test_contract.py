@@ -183,8 +183,10 @@ def fitted_state(est):
     """Every fitted attribute (name ending in '_'), deep-copied; records of
     wall-clock time that a class lists in ``_timing_attributes`` excepted."""
     timing = getattr(type(est), "_timing_attributes", ())
+    # coef_ may be computed from the state when read rather than stored
+    state = {**vars(est), **({"coef_": est.coef_} if hasattr(est, "coef_") else {})}
     return pickle.loads(pickle.dumps(
-        {k: v for k, v in vars(est).items()
+        {k: v for k, v in state.items()
          if k.endswith("_") and not k.startswith("_") and k not in timing}
     ))
 

@@ -1,0 +1,109 @@
+"""AdaGrad's element-wise state is updated in place: a partial_fit call and
+the scoring of a sparse row cost what the rows cost, whatever n_features,
+and the model is the one the documented coef_ describes."""
+import pickle
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_array_equal
+
+from sklearn_adaprox import AdaGradClassifier
+
+UPDATES = ["dual_averaging", "mirror_descent", "ftrl_proximal"]
+WIDE = 2**22  # a fitted state of 2**22 x 16 bytes = 64 MiB (plus the intercept)
+
+
+def _stream(n_rows=400, n_features=50, seed=0):
+    rng = np.random.RandomState(seed)
+    X = sp.random(n_rows, n_features, density=0.2, format="csr", random_state=rng)
+    y = np.where(X @ rng.standard_normal(n_features) > 0, 1, -1)
+    return X, y
+
+
+def _peak_bytes(call):
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("update", UPDATES)
+def test_a_one_row_call_allocates_what_the_row_needs(update):
+    """numpy reports its buffers to tracemalloc: the peak of a continuing
+    call on one row of a 2**22-column model must be far below the state."""
+    rng = np.random.RandomState(0)
+    cols = rng.choice(WIDE, 30, replace=False)
+    X = sp.csr_matrix((rng.standard_normal(30), (rng.randint(0, 3, 30), cols)),
+                      shape=(3, WIDE))
+    clf = AdaGradClassifier(update=update, penalty="l1", alpha=1e-3, random_state=0)
+    clf.partial_fit(X, [1, -1, 1], classes=[-1, 1])
+    row = X[1]
+    assert _peak_bytes(lambda: clf.partial_fit(row, [-1])) < 2**20
+    assert _peak_bytes(lambda: clf.decision_function(row)) < 2**20
+    assert _peak_bytes(lambda: clf.predict(row)) < 2**20
+    assert clf.t_ == 4
+
+
+@pytest.mark.parametrize("update", UPDATES)
+def test_sparse_scores_from_the_columns_of_x_equal_the_full_product(update):
+    X, y = _stream()
+    wide = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], 10_000))
+    clf = AdaGradClassifier(update=update, penalty="elasticnet", alpha=1e-3,
+                            random_state=0).fit(wide, y)
+    few = wide[:7]  # fewer non-zeros than weights: the column path
+    assert 2 * few.nnz < few.shape[1]
+    got = clf.decision_function(few)
+    assert_array_equal(got, (few @ clf.coef_.T).ravel() + clf.intercept_)
+    # dense rows: BLAS sums in its own order
+    np.testing.assert_allclose(got, clf.decision_function(few.toarray()), rtol=1e-12)
+
+
+@pytest.mark.parametrize("update", UPDATES)
+def test_coef_keeps_its_meaning_after_set_params(update):
+    X, y = _stream()
+    clf = AdaGradClassifier(update=update, penalty="l1", alpha=1e-3).fit(X, y)
+    coef = clf.coef_.copy()
+    clf.set_params(alpha=1.0, eta=5.0)
+    assert_array_equal(clf.coef_, coef)
+    copy = pickle.loads(pickle.dumps(clf))
+    assert_array_equal(copy.coef_, coef)
+    assert "coef_" not in vars(copy)  # a function of the state, not stored
+
+
+@pytest.mark.parametrize("update", ["dual_averaging", "mirror_descent"])
+def test_switching_layouts_mid_stream_keeps_the_state(update):
+    """l2 (in place) -> linf (arrays) -> l2: a chunk of zero sample weights
+    takes no step, so every switch must leave the model exactly as it was."""
+    X, y = _stream()
+    clf = AdaGradClassifier(update=update, penalty="l2", alpha=1e-3, random_state=0)
+    clf.partial_fit(X[:200], y[:200], classes=[-1, 1])
+    before = {name: np.array(getattr(clf, name)) for name in
+              ("coef_", "sum_gradient_", "sum_sq_gradient_", "intercept_")}
+    accumulators = clf.accumulators_.copy()
+    zero = np.zeros(10)
+    for penalty in ("linf", "l2"):
+        clf.set_params(penalty=penalty, alpha=0.0 if penalty == "linf" else 1e-3)
+        clf.partial_fit(X[200:210], y[200:210], sample_weight=zero)
+        assert ("accumulators_" in vars(clf)) == (penalty == "l2")
+        for name, value in before.items():
+            assert_array_equal(getattr(clf, name), value, err_msg=f"{penalty}: {name}")
+    assert_array_equal(clf.accumulators_, accumulators)  # the root survives its square
+
+
+def test_a_failing_call_restores_the_touched_columns_only_it_changed(monkeypatch):
+    X, y = _stream()
+    clf = AdaGradClassifier(random_state=0).partial_fit(X[:300], y[:300], classes=[-1, 1])
+    before = pickle.dumps(clf)
+    from sklearn_adaprox import _base
+
+    def fail(self, when):
+        raise ValueError("injected")
+
+    monkeypatch.setattr(_base.BaseOnlineLinearModel, "_check_finite_state", fail)
+    with pytest.raises(ValueError, match="injected"):
+        clf.partial_fit(X[300:], y[300:])
+    assert pickle.dumps(clf) == before
