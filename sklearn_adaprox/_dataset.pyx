@@ -74,22 +74,27 @@ def csr_has_duplicates(const index_t[::1] indices, const index_t[::1] indptr,
 
     Unsorted indices are fine for the kernels; duplicated ones are not (the
     AdaGrad accumulators would square two partial gradients instead of their
-    sum).  O(nnz + n_features), once per call.
+    sum).  A bitmap of the columns seen in the current row, cleared after
+    it: O(nnz + n_features / 64) (its pages are zero until written).
     """
     cdef Py_ssize_t n_rows = indptr.shape[0] - 1
     cdef Py_ssize_t i, k, j
+    cdef uint64_t bit
     cdef bint found = False
-    cdef int64_t[::1] last_row = np.full(n_features, -1, dtype=np.int64)
+    cdef uint64_t[::1] seen = np.zeros(n_features // 64 + 1, dtype=np.uint64)
     with nogil:
         for i in range(n_rows):
             for k in range(indptr[i], indptr[i + 1]):
                 j = indices[k]
-                if last_row[j] == i:
+                bit = (<uint64_t> 1) << (j & 63)
+                if seen[j >> 6] & bit:
                     found = True
                     break
-                last_row[j] = i
+                seen[j >> 6] |= bit
             if found:
                 break
+            for k in range(indptr[i], indptr[i + 1]):
+                seen[indices[k] >> 6] = 0
     return found
 
 
