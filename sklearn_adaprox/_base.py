@@ -500,17 +500,22 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
     # call succeeds)
     def _validate_input(self, X, y, sample_weight, classes, partial):
         first_call = not hasattr(self, "t_") or not (partial or self.warm_start)
-        X, y = validate_data(
-            self,
-            check_structure(X),
-            y,
-            accept_sparse="csr",
-            dtype=[np.float64, np.float32],
-            order="C",
-            reset=first_call,
-            ensure_all_finite=False,  # check_values below
-        )
-        check_classification_targets(y)
+        X = check_structure(X)
+        checked = None if first_call else self._checked_continuing_input(X, y)
+        if checked is None:
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                accept_sparse="csr",
+                dtype=[np.float64, np.float32],
+                order="C",
+                reset=first_call,
+                ensure_all_finite=False,  # check_values below
+            )
+            check_classification_targets(y)
+        else:
+            X, y = checked
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
 
         if first_call:
@@ -566,6 +571,35 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         check_values(self, X, sample_weight)
         self._check_options(X.shape[1], all_classes.shape[0], first_call)
         return X, y_index, sample_weight, all_classes, first_call
+
+    def _checked_continuing_input(self, X, y):
+        """``(X, y)`` as ``validate_data`` and the target checks return them,
+        for the common continuing call -- a CSR matrix or C-ordered array of
+        float64/float32 of the fitted width, a 1-D array of labels that are
+        all classes -- in a few cheap checks instead of milliseconds of
+        general validation (what a stream of small chunks pays per call).
+        None for anything else: the general path then validates it, with its
+        messages."""
+        if hasattr(self, "feature_names_in_") or not isinstance(y, np.ndarray):
+            return None
+        if type(X) in (sp.csr_matrix, sp.csr_array):
+            pass
+        elif type(X) is not np.ndarray or X.ndim != 2 or not X.flags.c_contiguous:
+            return None
+        if (X.dtype not in (np.float64, np.float32) or X.shape[0] < 1
+                or X.shape[1] != self.n_features_in_
+                or y.ndim != 1 or y.shape[0] != X.shape[0] or y.dtype.kind not in "biufU"):
+            return None
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            return None
+        try:
+            index = np.searchsorted(self.classes_, y)
+            known = self.classes_[np.minimum(index, self.classes_.shape[0] - 1)] == y
+        except TypeError:  # labels that do not order with the classes
+            return None
+        if not np.all(known):
+            return None  # not all classes: the general path says what is wrong
+        return X, y
 
     def _check_options(self, n_features, n_classes, first_call):
         """Raise ValueError for parameter combinations the data (or, when

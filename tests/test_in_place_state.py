@@ -107,3 +107,29 @@ def test_a_failing_call_restores_the_touched_columns_only_it_changed(monkeypatch
     with pytest.raises(ValueError, match="injected"):
         clf.partial_fit(X[300:], y[300:])
     assert pickle.dumps(clf) == before
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_quick_checks_of_a_continuing_call_give_the_general_path_model(dense, dtype):
+    """Arrays of the fitted width and labels that are classes take a few
+    cheap checks instead of scikit-learn's validation; lists of labels take
+    the general path: the models must be the same, and what the quick checks
+    decline (a label that is not a class, a NaN) gets the general message."""
+    X, y = _stream(seed=1)
+    X = (X.toarray() if dense else X).astype(dtype)
+    labels = np.where(y > 0, "spam", "ham")
+    quick = AdaGradClassifier(random_state=0).partial_fit(X[:50], labels[:50],
+                                                          classes=["ham", "spam"])
+    general = AdaGradClassifier(random_state=0).partial_fit(X[:50], labels[:50],
+                                                            classes=["ham", "spam"])
+    for i in range(50, 120):
+        quick.partial_fit(X[i:i + 1], labels[i:i + 1])
+        general.partial_fit(X[i:i + 1], labels[i:i + 1].tolist())
+    assert_array_equal(quick.coef_, general.coef_)
+    assert_array_equal(quick.intercept_, general.intercept_)
+    with pytest.raises(ValueError, match=r"labels \['eggs'\] that are not in classes"):
+        quick.partial_fit(X[:2], np.array(["ham", "eggs"]))
+    numeric = AdaGradClassifier().partial_fit(X[:50], y[:50], classes=[-1, 1])
+    with pytest.raises(ValueError, match="NaN"):
+        numeric.partial_fit(X[:2], np.array([1.0, np.nan]))
