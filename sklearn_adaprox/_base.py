@@ -28,6 +28,7 @@ import copy
 import os
 import time
 import warnings
+import weakref
 from numbers import Integral, Real
 
 import numpy as np
@@ -49,6 +50,19 @@ from ._dataset import (
     shuffled_order,
     touched_columns,
 )
+
+# coef_ of the models that compute it from their state when it is read:
+# estimator -> (_state_version, coef).  Outside the estimator, so that reading
+# coef_ changes nothing of it (its pickle, its attribute dict), and gone with
+# it.
+_COEF_CACHE = weakref.WeakKeyDictionary()
+
+
+def feature_columns(array, columns):
+    """Index of ``columns`` in a per-feature state array: its axis 1, or
+    axis 0 when it is one-dimensional (a regressor's single problem)."""
+    return (columns,) if array.ndim == 1 else (slice(None), columns)
+
 
 # Losses whose decision function maps to a probability (see predict_proba).
 PROBABILISTIC_LOSSES = ("log_loss", "modified_huber")
@@ -210,6 +224,52 @@ class BaseOnlineLinearModel(BaseEstimator):
         """Hook: adapt the fitted state to the current options at the start
         of a continuing call (new arrays only: the call may still fail)."""
 
+    # For the models whose coef_ is a function of their state (computed when
+    # read, so that a call need not write every weight):
+    def _compute_coef(self):  # pragma: no cover
+        """Every weight of the current state."""
+        raise NotImplementedError
+
+    def _compute_coef_at(self, columns):  # pragma: no cover
+        """The weights of ``columns`` (sorted int64) of the current state."""
+        raise NotImplementedError
+
+    def _computed_coef(self):
+        """``coef_`` from ``_compute_coef``, once per state."""
+        cached = _COEF_CACHE.get(self)
+        if cached is None or cached[0] != self._state_version:
+            cached = (self._state_version, self._compute_coef())
+            _COEF_CACHE[self] = cached
+        return cached[1]
+
+    def _coef_at(self, columns):
+        """``coef_[..., columns]`` without materialising the rest where the
+        model computes its weights; None where coef_ is an array anyway."""
+        if not self._coef_is_computed():
+            return None
+        cached = _COEF_CACHE.get(self)
+        if cached is not None and cached[0] == self._state_version:
+            return cached[1][feature_columns(cached[1], columns)]
+        return self._compute_coef_at(columns)
+
+    def _coef_is_computed(self):
+        return False
+
+    def _sparse_products(self, X):
+        """``X @ coef_.T`` for a validated CSR X, where coef_ is computed
+        from the state.  With fewer non-zeros than weights, only the weights
+        of X's own columns are computed: the same products in the same order
+        as with the whole coef_, so the same scores, bit for bit."""
+        weights = None
+        if 2 * X.nnz < X.shape[1]:
+            columns = touched_columns(X.indices, X.shape[1])
+            weights = self._coef_at(columns)
+            X = sp.csr_matrix((X.data, np.searchsorted(columns, X.indices), X.indptr),
+                              shape=(X.shape[0], columns.shape[0]))
+        if weights is None:
+            weights = self.coef_
+        return safe_sparse_dot(X, weights.T, dense_output=True)
+
     # ------------------------------------------------------------------
     def _transaction(self, call, *args):
         """``call(*args)``, all or nothing.
@@ -236,8 +296,8 @@ class BaseOnlineLinearModel(BaseEstimator):
         try:
             result = call(*args)
         except BaseException:
-            for array, columns, values in self.__dict__.get("_undo", ()):
-                array[:, columns] = values
+            for array, where, values in self.__dict__.get("_undo", ()):
+                array[where] = values
             self.__dict__ = saved
             if rng_state is not None:
                 rng.set_state(rng_state)
@@ -310,8 +370,9 @@ class BaseOnlineLinearModel(BaseEstimator):
                 continue
             if isinstance(value, np.ndarray):
                 if name in in_place and value.flags.writeable:
-                    saved = value[:, columns]  # a copy, or a view of every column
-                    undo.append((value, columns, saved.copy() if isinstance(columns, slice)
+                    where = feature_columns(value, columns)
+                    saved = value[where]  # a copy, or a view of every column
+                    undo.append((value, where, saved.copy() if isinstance(columns, slice)
                                  else saved))
                 else:
                     setattr(self, name, np.array(value))  # a plain ndarray copy
@@ -331,7 +392,7 @@ class BaseOnlineLinearModel(BaseEstimator):
                     and value.dtype == np.float64 and name not in self._nan_allowed_state):
                 continue
             if name in in_place:
-                value = value[:, columns]
+                value = value[feature_columns(value, columns)]
             if not all_finite(value):
                 raise ValueError(
                     f"Floating-point overflow in {when}: {name} holds non-finite "
@@ -634,27 +695,12 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
         """
         X = check_structure(X)
-        coef_at = getattr(self, "_coef_at", None)
-        if coef_at is not None and sp.issparse(X):
-            check_is_fitted(self)
-            X = validate_data(self, X, accept_sparse="csr", reset=False)
-            if 2 * X.nnz < X.shape[1]:
-                # Fewer non-zeros than weights: score with the weights of X's
-                # own columns only (a model that keeps coef_ as a function of
-                # its state need not materialise it).  The same products in
-                # the same order as X @ coef_.T: the same scores, bit for bit.
-                columns = touched_columns(X.indices, X.shape[1])
-                weights = coef_at(columns)
-                if weights is not None:
-                    X = sp.csr_matrix((X.data, np.searchsorted(columns, X.indices), X.indptr),
-                                      shape=(X.shape[0], columns.shape[0]))
-            else:
-                weights = None
-            if weights is None:
-                weights = self.coef_
-            scores = safe_sparse_dot(X, weights.T, dense_output=True) + self.intercept_
-            return scores.ravel() if scores.shape[1] == 1 else scores
-        return super().decision_function(X)
+        if not (sp.issparse(X) and self._coef_is_computed()):
+            return super().decision_function(X)
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False)
+        scores = self._sparse_products(X) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
 
     # ------------------------------------------------------------------
     def _outputs_from_scores(self, scores):
@@ -777,4 +823,6 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
         """
         check_is_fitted(self)
         X = validate_data(self, check_structure(X), accept_sparse="csr", reset=False)
+        if sp.issparse(X) and self._coef_is_computed():
+            return self._sparse_products(X) + self.intercept_[0]
         return safe_sparse_dot(X, self.coef_, dense_output=True) + self.intercept_[0]

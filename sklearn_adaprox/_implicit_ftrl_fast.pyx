@@ -22,8 +22,9 @@ plus a constant-1 coordinate for the intercept), with ``l_t(w) = h l(y, <w, s>)`
 * ``gamma_t = max(0, l_t(w_t) - l_t(w_{t+1}) - lambda_t/2 ||w_{t+1} - w_t||^2)``.
 
 Nothing is stored per step but ``theta``: a weight is ``theta_j / lambda``,
-read with the current ``lambda`` when its feature is touched, and written out
-for every feature by ``finalize`` at the end of a call.  The global
+read with the current ``lambda`` when its feature is touched (the estimator
+computes its ``coef_`` the same way, when it is read), so a call costs
+O(nnz) whatever the width.  The global
 ``||w_{t+1} - w_t||^2`` needs the running ``S = ||theta||^2``: with
 ``delta = 1/lambda_{t+1} - 1/lambda_t``,
 ``w_{t+1} - w_t = delta theta_t - z_t / lambda_{t+1}``, so
@@ -58,16 +59,15 @@ UPDATE_CODES = {
 cdef class ImplicitFTRLProblem:
     """State of one (binary or regression) problem for the length of one call.
 
-    ``theta`` and ``coef`` are views of the estimator's fitted arrays, updated
-    in place; the scalars are read back through the attributes.  Never kept
-    as fitted state.
+    ``theta`` is a view of the estimator's fitted array, updated in place;
+    the scalars are read back through the attributes.  Never kept as fitted
+    state.
     """
     cdef Loss loss
     cdef int update
     cdef double beta
     cdef bint fit_intercept
     cdef double[::1] theta
-    cdef double[::1] coef
     cdef public double theta_intercept
     cdef public double intercept
     cdef public double lam
@@ -75,33 +75,22 @@ cdef class ImplicitFTRLProblem:
     cdef public double sq_norm_theta
     cdef public int64_t t
 
-    def __init__(self, Loss loss, str update, double beta, bint fit_intercept,
-                 double[::1] theta, double[::1] coef, double theta_intercept,
-                 double lam, double gamma, double sq_norm_theta, int64_t t):
+    def __init__(self, *, Loss loss, str update, double beta, bint fit_intercept,
+                 double[::1] theta, double theta_intercept, double lam, double gamma,
+                 double sq_norm_theta, int64_t t):
         if not lam > 0.0:
             raise ValueError(f"lambda must be > 0, got {lam!r}.")
-        if coef.shape[0] != theta.shape[0]:
-            raise ValueError("theta and coef must have the same length.")
         self.loss = loss
         self.update = UPDATE_CODES[update]
         self.beta = beta
         self.fit_intercept = fit_intercept
         self.theta = theta
-        self.coef = coef
         self.theta_intercept = theta_intercept
         self.intercept = theta_intercept / lam
         self.lam = lam
         self.gamma = gamma
         self.sq_norm_theta = sq_norm_theta
         self.t = t
-
-    cdef void finalize(self) noexcept nogil:
-        """coef = theta / lambda for every feature (O(n_features), once per call)."""
-        cdef Py_ssize_t j
-        cdef double inv = 1.0 / self.lam
-        for j in range(self.theta.shape[0]):
-            self.coef[j] = self.theta[j] * inv
-        self.intercept = self.theta_intercept * inv
 
 
 def run_epoch(ImplicitFTRLProblem problem,
@@ -206,7 +195,6 @@ def run_epoch(ImplicitFTRLProblem problem,
 
         problem.lam = lam
         problem.t = t
-        problem.finalize()
 
     problem.theta_intercept = theta_b
     problem.intercept = theta_b / lam

@@ -1,6 +1,5 @@
 """AdaGradClassifier: AdaGrad (diagonal or full-matrix) with composite
 (proximal) penalties and constraints, one-vs-rest or multinomial."""
-import weakref
 from numbers import Real
 
 import numpy as np
@@ -22,12 +21,6 @@ from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 
 # Penalties over the rows of the weight matrix (a feature for all classes).
 MIXED_NORM_PENALTIES = ("l1_l2", "l1_linf")
-
-# coef_ of the element-wise state, materialised when read: estimator ->
-# (_state_version, coef).  Outside the estimator, so that reading coef_
-# changes nothing of it (pickles, the attribute dict) and the cache goes
-# with the estimator.
-_COEF_CACHE = weakref.WeakKeyDictionary()
 
 
 class AdaGradClassifier(BaseOnlineLinearClassifier):
@@ -482,28 +475,18 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             last_step=writable(self.md_steps_[k]) if md else np.zeros(1, dtype=np.int64),
             t=self.t_, **rule, **scalars)
 
-    def _materialise_coef(self):
-        """``coef_`` of the element-wise state (cached until it changes)."""
-        cached = _COEF_CACHE.get(self)
-        if cached is not None and cached[0] == self._state_version:
-            return cached[1]
+    def _coef_is_computed(self):
+        return "accumulators_" in self.__dict__
+
+    def _compute_coef(self):
         n_problems, n_features = self.accumulators_.shape[:2]
         coef = np.empty((n_problems, n_features))
         for k in range(n_problems):
             self._problem(k, self._rule, intercept=0.0, intercept_sum_grad=0.0,
                           intercept_sum_sq_grad=0.0).coef_into(coef[k])
-        _COEF_CACHE[self] = (self._state_version, coef)
         return coef
 
-    def _coef_at(self, columns):
-        """The rows of ``coef_`` restricted to ``columns`` (sorted int64),
-        computed from the state without materialising the rest; None when
-        ``coef_`` is an array anyway."""
-        if "accumulators_" not in self.__dict__:
-            return None
-        cached = _COEF_CACHE.get(self)
-        if cached is not None and cached[0] == self._state_version:
-            return cached[1][:, columns]
+    def _compute_coef_at(self, columns):
         out = np.empty((self.accumulators_.shape[0], columns.shape[0]))
         for k in range(out.shape[0]):
             self._problem(k, self._rule, intercept=0.0, intercept_sum_grad=0.0,
@@ -519,7 +502,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     def coef_(self):
         state = self.__dict__
         if "accumulators_" in state:
-            return self._materialise_coef()
+            return self._computed_coef()
         if "coef_" in state:
             return state["coef_"]
         raise AttributeError("coef_")
@@ -576,13 +559,13 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
                     self.md_steps_ = np.full(coef.shape, self.t_, dtype=np.int64)
             elif (rule["update"] == "mirror_descent") != ("md_weights_" in state):
                 if rule["update"] == "mirror_descent":  # weights of the old rule
-                    self.md_weights_ = np.array(self._materialise_coef())
+                    self.md_weights_ = np.array(self._computed_coef())
                     self.md_steps_ = np.full(self.md_weights_.shape, self.t_, dtype=np.int64)
                 else:
                     del state["md_weights_"], state["md_steps_"]
             self._rule = rule  # this call's weights follow the current options
         elif "accumulators_" in state:
-            coef = np.array(self._materialise_coef())
+            coef = np.array(self._computed_coef())
             acc = state.pop("accumulators_")
             state.pop("md_weights_", None)
             state.pop("md_steps_", None)

@@ -37,10 +37,35 @@ class _ImplicitFTRLMixin:
     def _make_loss(self):
         return make_loss(self.loss, epsilon=getattr(self, "epsilon", None))
 
+    # theta_ is updated in place by the kernel; coef_ = theta_ / lambda_ is
+    # computed when it is read (see the base class), so a call costs O(nnz).
+    def _in_place_arrays(self):
+        return ("theta_",)
+
+    def _coef_is_computed(self):
+        return True
+
+    def _weights(self, theta):
+        """theta / lambda per problem, as the kernel reads a weight (times
+        the reciprocal); theta itself (zeros) while lambda is not fixed."""
+        inverse = 1.0 / np.where(np.isnan(self.lambda_), 1.0, self.lambda_)
+        return theta * (inverse[0] if theta.ndim == 1 else inverse[:, None])
+
+    def _compute_coef(self):
+        return self._weights(self.theta_)
+
+    def _compute_coef_at(self, columns):
+        return self._weights(self.theta_[..., columns])
+
+    @property
+    def coef_(self):
+        if "theta_" not in self.__dict__:
+            raise AttributeError("coef_")
+        return self._computed_coef()
+
     def _init_state(self, n_problems, n_features):
         is_regressor = isinstance(self, BaseOnlineLinearRegressor)
         shape = (n_features,) if is_regressor else (n_problems, n_features)
-        self.coef_ = np.zeros(shape, dtype=np.float64)
         self.theta_ = np.zeros(shape, dtype=np.float64)
         self.intercept_ = np.zeros(n_problems, dtype=np.float64)
         self.intercept_theta_ = np.zeros(n_problems, dtype=np.float64)
@@ -78,20 +103,11 @@ class _ImplicitFTRLMixin:
             self.G_[k] = G
             self.lambda_[k] = lambda_1
         theta = self.theta_ if self.theta_.ndim == 1 else self.theta_[k]
-        coef = self.coef_ if self.coef_.ndim == 1 else self.coef_[k]
         problem = ImplicitFTRLProblem(
-            self._make_loss(),
-            self.update,
-            float(self.beta),
-            bool(self.fit_intercept),
-            theta,
-            coef,
-            self.intercept_theta_[k],
-            self.lambda_[k],
-            self.gamma_[k],
-            self.sq_norm_theta_[k],
-            self.t_,
-        )
+            loss=self._make_loss(), update=self.update, beta=float(self.beta),
+            fit_intercept=bool(self.fit_intercept), theta=theta,
+            theta_intercept=self.intercept_theta_[k], lam=self.lambda_[k],
+            gamma=self.gamma_[k], sq_norm_theta=self.sq_norm_theta_[k], t=self.t_)
         sum_loss, sum_weight = run_epoch(problem, *rows, y, sample_weight, order)
         self.intercept_theta_[k] = problem.theta_intercept
         self.intercept_[k] = problem.intercept

@@ -157,10 +157,10 @@ def test_multiclass_is_one_vs_rest(problem):
 def _one_step(loss_name, update, theta, theta_b, lam, row, y, h, beta=1.0):
     """theta_{t+1} (with its intercept entry) after one kernel step."""
     theta = theta.copy()
-    coef = np.zeros_like(theta)
     problem = ImplicitFTRLProblem(
-        make_loss(loss_name, epsilon=EPSILON.get(loss_name)), update, beta, True,
-        theta, coef, theta_b, lam, 0.0, float(theta @ theta + theta_b**2), 0)
+        loss=make_loss(loss_name, epsilon=EPSILON.get(loss_name)), update=update, beta=beta,
+        fit_intercept=True, theta=theta, theta_intercept=theta_b, lam=lam, gamma=0.0,
+        sq_norm_theta=float(theta @ theta + theta_b**2), t=0)
     run_epoch(problem, row.copy(), np.arange(row.size, dtype=np.int32),
               np.zeros(1, dtype=np.int32), True, row.size, np.array([y]), np.array([h]),
               np.zeros(1, dtype=np.int64))

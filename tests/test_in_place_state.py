@@ -1,15 +1,17 @@
-"""AdaGrad's element-wise state is updated in place: a partial_fit call and
-the scoring of a sparse row cost what the rows cost, whatever n_features,
-and the model is the one the documented coef_ describes."""
+"""AdaGrad's element-wise state and implicit FTRL's theta are updated in
+place: a partial_fit call and the scoring of a sparse row cost what the rows
+cost, whatever n_features, and the model is the one the documented coef_
+describes."""
 import pickle
 import tracemalloc
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import is_classifier
 from numpy.testing import assert_array_equal
 
-from sklearn_adaprox import AdaGradClassifier
+from sklearn_adaprox import AdaGradClassifier, ImplicitFTRLClassifier, ImplicitFTRLRegressor
 
 UPDATES = ["dual_averaging", "mirror_descent", "ftrl_proximal"]
 WIDE = 2**22  # a fitted state of 2**22 x 16 bytes = 64 MiB (plus the intercept)
@@ -133,3 +135,25 @@ def test_the_quick_checks_of_a_continuing_call_give_the_general_path_model(dense
     numeric = AdaGradClassifier().partial_fit(X[:50], y[:50], classes=[-1, 1])
     with pytest.raises(ValueError, match="NaN"):
         numeric.partial_fit(X[:2], np.array([1.0, np.nan]))
+
+
+@pytest.mark.parametrize("est", [ImplicitFTRLClassifier(G=1.0), ImplicitFTRLRegressor(G=1.0)],
+                         ids=lambda e: type(e).__name__)
+def test_implicit_ftrl_one_row_calls_and_column_scores(est):
+    rng = np.random.RandomState(0)
+    X = sp.csr_matrix((rng.standard_normal(60), (rng.randint(0, 6, 60),
+                                                 rng.choice(WIDE, 60, replace=False))),
+                      shape=(6, WIDE))
+    y = np.array([1, -1, 1, 1, -1, 1])
+    est = est.partial_fit(X[:3], y[:3], **({"classes": [-1, 1]} if is_classifier(est) else {}))
+    row = X[3]
+    assert _peak_bytes(lambda: est.partial_fit(row, y[3:4])) < 2**20
+    assert _peak_bytes(lambda: est.predict(row)) < 2**20
+    expected = (X[3:] @ est.coef_.T).ravel() + est.intercept_[0]
+    scores = est.decision_function(X[3:]) if hasattr(est, "decision_function") \
+        else est.predict(X[3:])
+    assert_array_equal(scores, expected)
+    # times the reciprocal, as the kernel reads a weight
+    np.testing.assert_allclose(est.coef_, est.theta_ / est.lambda_[:, None]
+                               if est.theta_.ndim == 2 else est.theta_ / est.lambda_[0],
+                               rtol=1e-15)
