@@ -185,6 +185,14 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when X has string feature names.
 
+    See Also
+    --------
+    sklearn.linear_model.SGDClassifier : Plain SGD with one global step size.
+    RDAPlusClassifier : L1-regularised logistic regression that identifies the
+        support, then refines it by Newton steps.
+    ImplicitFTRLClassifier : Implicit FTRL, robust to a too large step size.
+    PairwiseAUCClassifier : Online maximisation of the ROC AUC.
+
     Notes
     -----
     **Sample weights** multiply the gradient: a row of weight ``s`` is one
@@ -312,18 +320,23 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     @available_if(lambda est: est.loss in PROBABILISTIC_LOSSES)
     def predict_proba(self, X):
-        """Class probabilities.  ``multi_class="multinomial"``: the softmax of
-        the class scores.  One-vs-rest: ``log_loss`` gives the logistic of
-        each score, ``modified_huber`` ``(clip(score, -1, 1) + 1) / 2``, and
-        the rows are normalised.
+        """Class probabilities, for the losses ``log_loss`` and ``modified_huber``.
+
+        ``multi_class="multinomial"``: the softmax of the class scores.
+        One-vs-rest: ``log_loss`` gives the logistic of each score,
+        ``modified_huber`` ``(clip(score, -1, 1) + 1) / 2``, and the rows are
+        normalised.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            Probability of each class (columns in the order of
+            ``classes_``); every row sums to 1.
         """
         check_is_fitted(self)
         if self.multi_class == "multinomial" and len(self.classes_) > 2:
@@ -333,7 +346,19 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     @available_if(lambda est: est.loss in PROBABILISTIC_LOSSES)
     def predict_log_proba(self, X):
-        """Logarithm of ``predict_proba``."""
+        """Logarithm of the class probabilities of ``predict_proba``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Natural logarithm of each class probability (columns in the
+            order of ``classes_``; -inf where a probability is 0).
+        """
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 

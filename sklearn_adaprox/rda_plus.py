@@ -495,7 +495,7 @@ class _Records:
 
 
 class RDAPlusClassifier(BaseOnlineLinearClassifier):
-    r"""l1-regularised logistic regression by RDA+ (Lee & Wright, 2012).
+    r"""L1-regularised logistic regression by RDA+ (Lee & Wright, 2012).
 
     Minimises the l1-regularised logistic loss (intercept not penalised)
 
@@ -661,6 +661,14 @@ reservoir_weight_ : ndarray
         class indices, weights).  ``n_seen_``: rows offered to it;
         ``reservoir_seed_``: its seed.
 
+    See Also
+    --------
+    AdaGradClassifier : Online learner with l1, l2, elastic-net and group
+        penalties (no local phase).
+    sklearn.linear_model.LogisticRegression : Batch solvers of the same
+        objective (``penalty="l1"``, ``solver="liblinear"`` or ``"saga"``).
+    sklearn.linear_model.SGDClassifier : Plain SGD with a truncated l1 step.
+
     Notes
     -----
     **fit vs partial_fit.**  ``fit`` uses the whole training set as the
@@ -760,15 +768,30 @@ reservoir_weight_ : ndarray
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            Probability of each class (columns in the order of
+            ``classes_``); every row sums to 1.
         """
         return self._predict_proba_from_loss(X, "log_loss")
 
     def predict_log_proba(self, X):
-        """Logarithm of ``predict_proba``."""
+        """Logarithm of the class probabilities of ``predict_proba``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Natural logarithm of each class probability (columns in the
+            order of ``classes_``; -inf where a probability is 0).
+        """
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
