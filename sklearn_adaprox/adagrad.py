@@ -67,11 +67,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         With ``multi_class="multinomial"``: ``"log_loss"`` is the softmax
         cross-entropy and ``"hinge"`` the multi-class hinge
         ``max(0, 1 + max_{k != y} p_k - p_y)`` of the class scores ``p``.
-    update : {"dual_averaging", "mirror_descent", "ftrl_proximal"}, \
-            default="dual_averaging"
+    update : {"dual_averaging", "mirror_descent", "ftrl_proximal"}, default="dual_averaging"
         The AdaGrad update rule.
-    penalty : {"l2", "l1", "elasticnet", "l1_l2", "l1_linf", "linf"} or None, \
-            default="l2"
+    penalty : {"l2", "l1", "elasticnet", "l1_l2", "l1_linf", "linf"} or None, default="l2"
         Composite penalty, handled exactly by the proximal step (l1 gives
         exact zeros).  ``"l1_l2"`` and ``"l1_linf"`` (multinomial only) are
         ``alpha * sum_j ||W[j, :]||_p`` over the rows of the weight matrix
@@ -154,8 +152,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         Weights, float64 whatever the dtype of X (the AdaGrad sums would lose
         precision in float32; float32 X is read as it is, not copied).
     intercept_ : ndarray of shape (1,) or (n_classes,)
-    class_coef_, class_intercept_ : ndarray of shape (n_classes, n_features) \
-            and (n_classes,)
+    class_coef_, class_intercept_ : ndarray of shape (n_classes, n_features) and (n_classes,)
         Multinomial only: the weights of each class.  ``coef_`` is
         ``class_coef_`` for more than two classes and
         ``class_coef_[1] - class_coef_[0]`` for two (the losses only see
@@ -182,7 +179,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         loss of each sample just before the model learnt from it (summed
         over the one-vs-rest problems).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when X has string feature names.
 
     See Also

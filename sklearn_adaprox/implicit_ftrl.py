@@ -230,7 +230,7 @@ _DOC_ATTRS = """
     n_iter_ : int
         Passes made by the last ``fit`` (1 for ``partial_fit``).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when X has string feature names.
 """
 

@@ -143,7 +143,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         surrogate loss of the opposite-label pairs, each measured just
         before its step (NaN if the pass had none).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
 
     See Also
     --------

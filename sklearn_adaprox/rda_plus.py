@@ -626,8 +626,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         ``partial_fit``).
     switch_iter_ : list of lists of int
         Dual-averaging step ``t`` of each switch, per problem.
-    support_size_history_, optimality_history_, violation_history_ : \
-list of ndarray of shape (n_records, 3)
+    support_size_history_, optimality_history_, violation_history_ : list of ndarray of shape (n_records, 3)
         Per problem, rows ``(t, elapsed seconds, support size)``,
         ``(t, elapsed seconds, delta)`` and ``(t, elapsed seconds,
         violation)``: at the end of each epoch (``tol``
@@ -655,8 +654,7 @@ list of ndarray of shape (n_records, 3)
         ``partial_fit``.
     loss_curve_ : list of float
         Progressive loss per epoch / chunk (summed over the problems).
-    reservoir_data_, reservoir_indices_, reservoir_indptr_, reservoir_y_, \
-reservoir_weight_ : ndarray
+    reservoir_data_, reservoir_indices_, reservoir_indptr_, reservoir_y_, reservoir_weight_ : ndarray
         ``partial_fit`` with ``local_phase=True``: the reservoir (CSR arrays,
         class indices, weights).  ``n_seen_``: rows offered to it;
         ``reservoir_seed_``: its seed.
