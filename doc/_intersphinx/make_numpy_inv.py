@@ -26,10 +26,15 @@ OBJECTS = [
     ("numpy.random.RandomState", "py:class", "reference/random/legacy.html#$"),
     ("numpy.random.Generator", "py:class", "reference/random/generator.html#$"),
     ("numpy.random.default_rng", "py:function", "reference/random/generator.html#$"),
+    # numpydoc links "array-like" and "scalar" in parameter types to these
+    ("array_like", "std:term", "glossary.html#term-array_like"),
+    ("arrays.scalars", "std:label", "reference/arrays.scalars.html#arrays-scalars"),
 ]
 
 
 def _check(name):
+    if not name.startswith("numpy"):
+        return
     obj = np
     for part in name.split(".")[1:]:
         obj = getattr(obj, part)
