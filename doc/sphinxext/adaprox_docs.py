@@ -8,6 +8,8 @@ Nothing the site quotes as a measurement is typed by hand: at
 * writes the API reference (``api/index.rst``) from the list of public
   objects that the docstring tests check (``tests/_public_api.py``), so a
   new public function or class appears in the reference without an edit;
+* gives the guide pages the ``adaprox-run`` directive, which runs a code
+  block at build time and shows its output, for the numbers they quote;
 * renders every result file of ``benchmarks/results/`` (written by the
   benchmark scripts with ``--json``) as tables and figures
   (``_generated/benchmark_results.md``), with its date, command, machine
@@ -390,8 +392,51 @@ def plain_sklearn_roles(app, what, name, obj, options, lines):
         lines[i] = _SKLEARN_ROLE.sub(lambda m: m.group(1) or m.group(2), line)
 
 
+# ----------------------------------------------------------------------
+# numbers quoted in the guide: ```{adaprox-run}``` runs its Python code at
+# build time and shows the code and what it printed (stdout and stderr), so
+# that a number in the text is the output of the code beside it.
+
+
+def _run_directive():
+    import contextlib
+    import io
+    import warnings
+
+    from docutils import nodes
+    from docutils.parsers.rst import directives
+    from sphinx.util.docutils import SphinxDirective
+
+    class AdaproxRun(SphinxDirective):
+        has_content = True
+        option_spec = {"hide-code": directives.flag}
+
+        def run(self):
+            code = "\n".join(self.content)
+            out = io.StringIO()
+            namespace = {"__name__": "__adaprox_run__"}
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(code, f"<{self.env.docname}: adaprox-run>", "exec"), namespace)
+            result = []
+            if "hide-code" not in self.options:
+                block = nodes.literal_block(code, code)
+                block["language"] = "python"
+                result.append(block)
+            text = out.getvalue().rstrip("\n")
+            block = nodes.literal_block(text, text)
+            block["language"] = "text"
+            block["classes"].append("adaprox-run-output")
+            result.append(block)
+            return result
+
+    return AdaproxRun
+
+
 def setup(app):
     # before autosummary and sphinx-gallery read the sources (priority 500)
     app.connect("builder-inited", generate, priority=100)
     app.connect("autodoc-process-docstring", plain_sklearn_roles)
+    app.add_directive("adaprox-run", _run_directive())
     return {"parallel_read_safe": True, "parallel_write_safe": True}
