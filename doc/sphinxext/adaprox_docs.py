@@ -434,9 +434,38 @@ def _run_directive():
     return AdaproxRun
 
 
+# ----------------------------------------------------------------------
+# the gallery's time budget: an example that runs 60 s or more on the build
+# machine fails the build (a warning, an error under -W); the environment
+# variable SKLEARN_ADAPROX_EXAMPLE_TIME_LIMIT (seconds) overrides the budget
+
+EXAMPLE_TIME_LIMIT_S = float(os.environ.get("SKLEARN_ADAPROX_EXAMPLE_TIME_LIMIT", 60))
+
+
+def check_example_times(app, exception):
+    import re
+
+    from sphinx.util import logging
+
+    if exception is not None:
+        return
+    times = DOC / "auto_examples" / "sg_execution_times.rst"
+    if not times.exists():
+        return
+    text = times.read_text()
+    pattern = re.compile(r"\(``(plot_[^`]+\.py)``\)\s*\n\s*- (\d+):(\d+(?:\.\d+)?)")
+    for name, minutes, seconds in pattern.findall(text):
+        elapsed = 60 * int(minutes) + float(seconds)
+        if elapsed >= EXAMPLE_TIME_LIMIT_S:
+            logging.getLogger(__name__).warning(
+                f"example {name} took {elapsed:.0f} s, over the gallery's budget of "
+                f"{EXAMPLE_TIME_LIMIT_S:.0f} s: subsample it (and say so in the example)")
+
+
 def setup(app):
     # before autosummary and sphinx-gallery read the sources (priority 500)
     app.connect("builder-inited", generate, priority=100)
     app.connect("autodoc-process-docstring", plain_sklearn_roles)
     app.add_directive("adaprox-run", _run_directive())
+    app.connect("build-finished", check_example_times)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
