@@ -68,14 +68,16 @@ numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = True
 numpydoc_xref_ignore = "all"  # only the words below become links
 numpydoc_xref_aliases = {
+    # scikit-learn's glossary, as scikit-learn's own reference links them
+    "array-like": ":term:`sklearn:array-like`",
+    "sparse matrix": ":term:`sklearn:sparse matrix`",
+    "estimator": ":term:`sklearn:estimator`",
+    "transformer": ":term:`sklearn:transformer`",
     "ndarray": "numpy.ndarray",
     "dtype": "numpy.dtype",
     "float64": "numpy.float64",
     "float32": "numpy.float32",
     "RandomState": "numpy.random.RandomState",
-    "sparse matrix": "scipy.sparse.csr_matrix",
-    "estimator": "sklearn.base.BaseEstimator",
-    "transformer": "sklearn.base.TransformerMixin",
     "path-like": "os.PathLike",
 }
 numpydoc_validation_checks = set()  # tests/test_docstrings.py validates
