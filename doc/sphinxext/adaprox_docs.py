@@ -1,7 +1,7 @@
 """Pages of the sklearn_adaprox site that are written at build time.
 
-Nothing the site quotes as a measurement is typed by hand: at
-``builder-inited`` this extension
+Nothing the site quotes as a measurement is typed by hand: when the
+configuration is read (``config-inited``), this extension
 
 * runs the demo, ``python -m sklearn_adaprox``, and saves what it prints
   (``_generated/demo.txt``, shown on the home page);
@@ -388,7 +388,7 @@ def _write_if_changed(path, text):
         path.write_text(text)
 
 
-def generate(app):
+def generate(app, config):
     GENERATED.mkdir(exist_ok=True)
     write_api()
     write_benchmarks()
@@ -488,8 +488,9 @@ def check_example_times(app, exception):
 
 
 def setup(app):
-    # before autosummary and sphinx-gallery read the sources (priority 500)
-    app.connect("builder-inited", generate, priority=100)
+    # at config-inited: the API page must exist before Sphinx lists the
+    # source files, which autosummary then scans for its stub pages
+    app.connect("config-inited", generate)
     app.connect("autodoc-process-docstring", plain_sklearn_roles)
     app.add_directive("adaprox-run", _run_directive())
     app.connect("build-finished", check_example_times)
