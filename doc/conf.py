@@ -128,16 +128,23 @@ warnings.filterwarnings("ignore", category=UserWarning,
 # HTML: the theme of scikit-learn's own site
 html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn_adaprox {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["adaprox.css"]
 html_theme_options = {
     "navbar_align": "left",
     "show_toc_level": 2,
     "navigation_with_keys": False,
     "header_links_before_dropdown": 6,
-    "secondary_sidebar_items": ["page-toc"],
+    # pages made of wide tables get the whole width
+    "secondary_sidebar_items": {
+        "**": ["page-toc"],
+        "choosing": [],
+        "parameter_mapping": [],
+    },
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
-html_sidebars = {"index": []}
+# no left sidebar where it would be empty or squeeze wide tables
+html_sidebars = {"index": [], "benchmarks": [], "parameter_mapping": []}
 html_show_sourcelink = False
 html_copy_source = False
