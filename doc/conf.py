@@ -63,6 +63,7 @@ myst_heading_anchors = 3
 autosummary_generate = True
 autodoc_default_options = {"members": True, "inherited-members": True}
 autodoc_typehints = "none"
+toc_object_entries_show_parents = "hide"  # "fit()", not "AdaGradClassifier.fit()"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = True
