@@ -282,8 +282,13 @@ def _figure_ftrl(result, plt):
     cols = table["columns"]
     rows = [dict(zip(cols, r)) for r in table["rows"]]
     panels = list(dict.fromkeys((r["data set"], r["loss"], r["norm"]) for r in rows))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6), squeeze=False)
-    for ax, (name, loss, norm) in zip(axes[0], panels):
+    ncols = min(4, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.0 * nrows + 0.6),
+                             squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (name, loss, norm) in zip(axes.flat, panels):
         sel = [r for r in rows if (r["data set"], r["loss"], r["norm"]) == (name, loss, norm)]
         for method in dict.fromkeys(r["method"] for r in sel):
             pts = [(r["beta"], r["averaged online loss"]) for r in sel
@@ -292,10 +297,10 @@ def _figure_ftrl(result, plt):
                 ax.plot(*zip(*pts), "o-", ms=3, label=method)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("beta (SGD: eta0, PA: C), log scale")
-        ax.set_ylabel("averaged online loss")
+        ax.set_xlabel("beta (SGD: eta0, PA: C), log scale", fontsize=8)
+        ax.set_ylabel("averaged online loss (log scale)", fontsize=8)
         ax.set_title(f"{name}, {loss}, {norm}", fontsize=9)
-    axes[0][0].legend(fontsize=7)
+        ax.legend(fontsize=6)
     fig.suptitle("Averaged online loss against beta (cf. Chen & Orabona 2023, Figs. 1-3)")
     return fig
 
