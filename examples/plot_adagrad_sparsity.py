@@ -104,7 +104,7 @@ def plot(results, baseline, out):
         ax.plot(rows[:, 1], rows[:, 2], marker=marker, label=name)
     ax.axhline(baseline, color="gray", linestyle=":", label="majority class")
     ax.set_xlabel("fraction of non-zero weights")
-    ax.set_ylabel("test accuracy")
+    ax.set_ylabel("test accuracy (fraction correct)")
     ax.set_title("a9a, hinge loss + l1, one epoch: alpha from 1e-6 to 1e-1")
     ax.set_xlim(-0.02, 1.02)
     ax.grid(alpha=0.3)

@@ -172,8 +172,8 @@ def main(argv=None):
             ax.plot(betas, np.where(np.isfinite(c), c, np.nan), styles[m], label=m)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("beta (SGD: eta0, PA: C)")
-        ax.set_ylabel("averaged online loss")
+        ax.set_xlabel("beta (SGD: eta0, PA: C), log scale")
+        ax.set_ylabel("averaged online loss (log scale)")
         ax.set_title(title)
         ax.legend(fontsize=8)
     fig.suptitle("One pass of implicit FTRL against beta (cf. Chen & Orabona 2023, "
