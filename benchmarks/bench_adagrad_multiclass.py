@@ -186,6 +186,10 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_adaprox import AdaGradClassifier, RDAPlusClassifier
 
+from _results import Results  # --json: the tables as a result file
+
+RESULTS = Results("bench_adagrad_multiclass")
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 
@@ -418,6 +422,16 @@ def run_dataset(name, data_dir, lambdas, n_shuffles, show_grid=False):
             print(f"{lam:>7.0e}  ({key}) {label:<36} {step_name}={r['step']:<6g}{edge}"
                   f"  {np.mean(r['val']):>10.3f}  {_pm(r['err']):>15}"
                   f"  {_pm(r['rows'], 3):>13}", flush=True)
+            RESULTS.table(
+                "errors", "One pass at equal lambda: AdaGrad against its non-adaptive "
+                "twin (Duchi, Hazan & Singer 2011, Table 3 setting)",
+                ["data set", "lambda", "method", "step", "validation error",
+                 "test error", "test error std", "non-zero rows", "non-zero rows std"],
+                notes="Mean and std over the training orders; the step of each method "
+                "and lambda is chosen by the validation error.")
+            RESULTS.row("errors", name, lam, f"({key}) {label}", f"{step_name}={r['step']:g}",
+                        np.mean(r["val"]), np.mean(r["err"]), np.std(r["err"]),
+                        np.mean(r["rows"]), np.std(r["rows"]))
             if show_grid:
                 print("          validation error per step: " + "  ".join(
                     f"{s:g}:{v:.3f}" for s, v in zip(grid, r["grid_val"])))
@@ -550,6 +564,7 @@ def main(argv=None):
                         help="smoke run: digits, 3 lambdas, 2 orders")
     parser.add_argument("--show-grid", action="store_true",
                         help="print the mean validation error of every step value")
+    RESULTS.add_argument(parser)
     args = parser.parse_args(argv)
     datasets = (args.datasets.split(",") if args.datasets
                 else QUICK_DATASETS if args.quick else DATASETS)
@@ -580,6 +595,7 @@ def main(argv=None):
     if all_results:
         print_verdicts(all_results, n_features, lambdas_of)
     print(f"\ntotal run time {time.perf_counter() - start:.1f} s")
+    RESULTS.write(args.json)
 
 
 if __name__ == "__main__":

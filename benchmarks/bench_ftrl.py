@@ -71,6 +71,10 @@ from sklearn.preprocessing import MaxAbsScaler, Normalizer
 
 from sklearn_adaprox import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 
+from _results import Results  # --json: the tables as a result file
+
+RESULTS = Results("bench_ftrl")
+
 try:  # deprecated in scikit-learn 1.8, removed in 1.10
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -247,6 +251,7 @@ def main(argv=None):
                         help="subsample larger sets to this many rows (0: all)")
     parser.add_argument("--quick", action="store_true",
                         help="3 shuffles and at most 5000 rows per set")
+    RESULTS.add_argument(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.shuffles = min(args.shuffles, 3)
@@ -278,6 +283,15 @@ def main(argv=None):
                 title = (f"{name} ({X.shape[0]} x {X.shape[1]}), {loss}, "
                          f"norm={norm}  [{time.perf_counter() - t0:.1f} s]")
                 print_block(title, betas, values)
+                RESULTS.table("loss", "Averaged online loss against beta (Chen & Orabona "
+                              "2023, Figures 1-3)",
+                              ["data set", "loss", "norm", "method", "beta",
+                               "averaged online loss"],
+                              notes=f"Mean over {args.shuffles} shuffles, one pass.")
+                for m, v in values.items():
+                    for b, x in zip(betas, v.mean(axis=0)):
+                        RESULTS.row("loss", name, loss, norm, m, b,
+                                    x if np.isfinite(x) else None)
                 summary.append((f"{name}/{loss}/{norm}", {
                     m: (spread(betas, v.mean(axis=0)),
                         large_beta_spread(betas, v.mean(axis=0)))
@@ -299,7 +313,12 @@ def main(argv=None):
             verdict = ("linear>10x " + ("ok" if ok_lin else "MISSED") + ", "
                        "trunc&prox<=2.5x " + ("ok" if ok_imp else "MISSED"))
             print(f"{label:<34}{cells}  {verdict}")
+            RESULTS.table(f"targets{which}", label_, ["set/loss/norm"] + methods)
+            RESULTS.row(f"targets{which}", label, *[
+                sp_[m][which] if m in sp_ and np.isfinite(sp_[m][which]) else None
+                for m in methods])
     print(f"\ntotal wall time {time.perf_counter() - start:.0f} s")
+    RESULTS.write(args.json)
     return 0
 
 

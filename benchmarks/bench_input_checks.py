@@ -26,6 +26,10 @@ from sklearn_adaprox._base import check_values
 from sklearn_adaprox._dataset import check_sparse_structure
 from sklearn_adaprox.datasets import make_sparse_zipf
 
+from _results import Results  # --json: the tables as a result file
+
+RESULTS = Results("bench_input_checks")
+
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
@@ -58,6 +62,11 @@ def checks_table(data_dir, repeat):
               f"{scan * 1e3:7.2f} ms ({scan / fit:5.1%})  "
               f"{values * 1e3:7.2f} ms ({values / fit:5.1%})   "
               f"{sklearn * 1e3:7.2f} ms ({sklearn / fit:5.1%})")
+        RESULTS.table("checks", "The input checks of fit against a one-pass fit",
+                      ["data set", "nnz", "one-pass fit (ms)", "structure scan (ms)",
+                       "value check (ms)", "scikit-learn's finiteness check (ms)"])
+        RESULTS.row("checks", name, X.nnz, fit * 1e3, scan * 1e3, values * 1e3,
+                    sklearn * 1e3)
 
 
 def partial_fit_table(n_rows=3000, nnz_per_row=50):
@@ -81,15 +90,21 @@ def partial_fit_table(n_rows=3000, nnz_per_row=50):
             per_call = (time.perf_counter() - start) / calls
             print(f"2^{log_width:<6d} {chunk:6d}  {per_call * 1e3:12.2f} ms"
                   f"  {per_call / chunk * 1e6:8.1f} us")
+            RESULTS.table("partial_fit", "partial_fit per call (50 non-zeros per row)",
+                          ["features", "chunk", "per call (ms)", "per row (us)"])
+            RESULTS.row("partial_fit", f"2^{log_width}", chunk, per_call * 1e3,
+                        per_call / chunk * 1e6)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--repeat", type=int, default=9)
+    RESULTS.add_argument(parser)
     args = parser.parse_args(argv)
     checks_table(args.data_dir, args.repeat)
     partial_fit_table()
+    RESULTS.write(args.json)
 
 
 if __name__ == "__main__":

@@ -81,6 +81,10 @@ from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox._loss import Log
 from sklearn_adaprox._rda_fast import NEVER, RDAProblem, run_epoch
 
+from _results import Results  # --json: the tables as a result file
+
+RESULTS = Results("bench_rdaplus")
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 TOL = 1e-4
@@ -309,6 +313,10 @@ def part_a(data_dir, fractions, gamma, repeat):
           f"within 2x in {sum(r <= 2 for r in ratios)}/{len(ratios)} cases.")
     print("(same supp = no: where a9a's solution set is not a point, see "
           "doc/rda_plus.md; compare the violation columns)")
+    RESULTS.table("part_a", "Time to an optimality violation <= 1e-4: RDA+ against "
+                  "LIBLINEAR; plain RDA and SGD given RDA+'s time", header)
+    for row in rows:
+        RESULTS.row("part_a", *row)
     return rows
 
 
@@ -373,6 +381,13 @@ def part_b(data_dir, gamma, shuffles, max_epochs):
             print(_format([header] + rows[-1:], header_rule=False).splitlines()[-1], flush=True)
     print()
     print(_format([header] + rows))
+    RESULTS.table("part_b", "Lee & Wright (2012) Table 1 protocol: samples until the "
+                  "support is identified, beside the paper's numbers",
+                  list(header[:7]) + ["paper " + h.replace("| paper ", "") for h in header[7:]],
+                  notes=f"Plain RDA, gamma={gamma}, {shuffles} shuffles, medians (std); "
+                  "the columns after 'paper lam' are the paper's.")
+    for row in rows:
+        RESULTS.row("part_b", *[c.lstrip("| ") if isinstance(c, str) else c for c in row])
     return rows
 
 
@@ -574,6 +589,7 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--shuffles", type=int, default=100)
     parser.add_argument("--max-epochs", type=int, default=300)
+    RESULTS.add_argument(parser)
     args = parser.parse_args(argv)
     print(f"python {platform.python_version()}, numpy {np.__version__}, scipy "
           f"{scipy.__version__}, scikit-learn {sklearn.__version__}; BLAS 1 thread\n")
@@ -588,6 +604,7 @@ def main(argv=None):
         if not args.sweep and args.part in ("B", "both"):
             part_b(args.data_dir, args.gamma, args.shuffles, args.max_epochs)
     print(f"\ntotal run time {time.perf_counter() - start:.1f} s")
+    RESULTS.write(args.json)
 
 
 if __name__ == "__main__":

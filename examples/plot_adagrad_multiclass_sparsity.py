@@ -166,7 +166,7 @@ def plot(all_results, axes_info, out):
         if x_log:
             ax.set_xscale("log")
         ax.set_xlabel(x_label + (" (log scale)" if x_log else ""))
-        ax.set_ylabel("test error")
+        ax.set_ylabel("test error (fraction misclassified)")
         if y_top is not None:
             # the (nearly) empty models are off the scale; the table lists them
             ax.set_ylim(0.0, y_top)

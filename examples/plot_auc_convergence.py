@@ -97,8 +97,8 @@ def main(argv=None):
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, aucs in curves.items():
         ax.plot(np.log2(checkpoints), aucs, marker="o", markersize=3, label=name)
-    ax.set_xlabel("iterations N (log2 scale)")
-    ax.set_ylabel("test ROC AUC")
+    ax.set_xlabel("samples seen N (log2 scale)")
+    ax.set_ylabel("test ROC AUC (1 = perfect ranking)")
     ax.set_title("a9a: online AUC maximisation (cf. Sun et al. 2023, Fig. 2)")
     ax.set_ylim(0.5, 1.0)
     ax.grid(alpha=0.3)

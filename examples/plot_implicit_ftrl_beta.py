@@ -36,7 +36,6 @@ only); it takes well under a minute.
 """
 
 import argparse
-import sys
 import warnings
 
 import numpy as np
@@ -142,7 +141,8 @@ def sweep(task, loss, X, y, betas):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
+    parser = argparse.ArgumentParser(
+        description="Averaged online loss of implicit FTRL against beta.")
     parser.add_argument("--out", default="implicit_ftrl_beta.png",
                         help="file name of the figure (PNG)")
     args = parser.parse_args(argv)
@@ -172,10 +172,12 @@ def main(argv=None):
             ax.plot(betas, np.where(np.isfinite(c), c, np.nan), styles[m], label=m)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("beta (SGD: eta0, PA: C)")
-        ax.set_ylabel("averaged online loss")
+        ax.set_xlabel("beta (SGD: eta0, PA: C), log scale")
+        ax.set_ylabel("averaged online loss (log scale)")
         ax.set_title(title)
         ax.legend(fontsize=8)
+    fig.suptitle("One pass of implicit FTRL against beta (cf. Chen & Orabona 2023, "
+                 "Figures 1-3)")
     fig.tight_layout()
     fig.savefig(args.out, dpi=100)
     print(f"\nfigure saved to {args.out}")
@@ -183,4 +185,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

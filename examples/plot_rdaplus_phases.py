@@ -126,12 +126,16 @@ def main(argv=None):
             row[0].semilogy(t, d, styles[name], label=name, marker=".", ms=3)
             row[1].plot(t, k, styles[name], label=name, marker=".", ms=3)
         for ax in row:
-            ax.axvline(switch_time, color="C3", ls=":", lw=1)
+            ax.axvline(switch_time, color="C3", ls=":", lw=1,
+                       label="RDA+ switches to the local phase")
             ax.set_xlabel("time (s)")
-        row[0].axhline(1e-4, color="gray", lw=0.5)
-        row[0].set_ylabel(f"delta (alpha = {frac:g} alpha_max)")
-        row[1].set_ylabel("non-zero weights")
-    axes[0, 0].legend()
+        row[0].axhline(1e-4, color="gray", lw=0.5, label="tolerance 1e-4")
+        row[0].set_ylabel("delta (optimality measure, log scale)")
+        row[1].set_ylabel("non-zero weights (count)")
+        row[0].set_title(f"optimality, alpha = {frac:g} alpha_max", fontsize=10)
+        row[1].set_title(f"support size, alpha = {frac:g} alpha_max", fontsize=10)
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle("RDA+ against plain RDA and SGD on a9a (cf. Lee & Wright 2012, Figure 1)")
     fig.tight_layout()
     fig.savefig(args.out, dpi=120)
     print(f"saved {args.out}")
@@ -139,4 +143,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -518,18 +518,25 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
-        """Fit by up to ``max_iter`` passes over (X, y), from scratch unless
-        ``warm_start``.
+        """Fit the model by up to ``max_iter`` passes over the training data.
+
+        The fit starts from scratch unless ``warm_start=True``, in which case
+        it continues from the current coefficients and adaptive state.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; a sparse matrix is used in CSR format.
         y : array-like of shape (n_samples,)
+            Class labels (any type scikit-learn accepts).
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of every sample (0: the sample makes no
+            step); None gives every sample the weight 1.
 
         Returns
         -------
         self : object
+            The fitted estimator.
         """
         return self._transaction(
             self._fit_or_partial_fit, X, y, sample_weight, None, False
@@ -539,17 +546,26 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Learn from one chunk of a stream: one pass, rows in order.
 
+        Successive calls on the chunks of a data set give the same model as
+        one epoch of ``fit`` over the whole of it.
+
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            One chunk of training data; a sparse matrix is used in CSR
+            format.
         y : array-like of shape (n_samples,)
+            Class labels of the chunk.
         classes : array-like of shape (n_classes,), default=None
             All the labels of the stream; required on the first call.
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of every sample (0: the sample makes no
+            step); None gives every sample the weight 1.
 
         Returns
         -------
         self : object
+            The updated estimator.
         """
         return self._transaction(
             self._fit_or_partial_fit, X, y, sample_weight, classes, True
@@ -689,10 +705,14 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples to score.
 
         Returns
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Signed distance to the decision boundary: one column for a
+            binary model (positive: ``classes_[1]``), one per class
+            otherwise.
         """
         X = check_structure(X)
         if not (sp.issparse(X) and self._coef_is_computed()):
@@ -752,18 +772,25 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
-        """Fit by up to ``max_iter`` passes over (X, y), from scratch unless
-        ``warm_start``.
+        """Fit the model by up to ``max_iter`` passes over the training data.
+
+        The fit starts from scratch unless ``warm_start=True``, in which case
+        it continues from the current coefficients and adaptive state.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; a sparse matrix is used in CSR format.
         y : array-like of shape (n_samples,)
+            Real-valued targets.
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of every sample (0: the sample makes no
+            step); None gives every sample the weight 1.
 
         Returns
         -------
         self : object
+            The fitted estimator.
         """
         return self._transaction(self._fit_or_partial_fit, X, y, sample_weight, False)
 
@@ -771,15 +798,24 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
     def partial_fit(self, X, y, sample_weight=None):
         """Learn from one chunk of a stream: one pass, rows in order.
 
+        Successive calls on the chunks of a data set give the same model as
+        one epoch of ``fit`` over the whole of it.
+
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            One chunk of training data; a sparse matrix is used in CSR
+            format.
         y : array-like of shape (n_samples,)
+            Real-valued targets of the chunk.
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of every sample (0: the sample makes no
+            step); None gives every sample the weight 1.
 
         Returns
         -------
         self : object
+            The updated estimator.
         """
         return self._transaction(self._fit_or_partial_fit, X, y, sample_weight, True)
 
@@ -816,10 +852,12 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples to predict.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            The predicted targets.
         """
         check_is_fitted(self)
         X = validate_data(self, check_structure(X), accept_sparse="csr", reset=False)

@@ -67,11 +67,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         With ``multi_class="multinomial"``: ``"log_loss"`` is the softmax
         cross-entropy and ``"hinge"`` the multi-class hinge
         ``max(0, 1 + max_{k != y} p_k - p_y)`` of the class scores ``p``.
-    update : {"dual_averaging", "mirror_descent", "ftrl_proximal"}, \
-            default="dual_averaging"
+    update : {"dual_averaging", "mirror_descent", "ftrl_proximal"}, default="dual_averaging"
         The AdaGrad update rule.
-    penalty : {"l2", "l1", "elasticnet", "l1_l2", "l1_linf", "linf"} or None, \
-            default="l2"
+    penalty : {"l2", "l1", "elasticnet", "l1_l2", "l1_linf", "linf"} or None, default="l2"
         Composite penalty, handled exactly by the proximal step (l1 gives
         exact zeros).  ``"l1_l2"`` and ``"l1_linf"`` (multinomial only) are
         ``alpha * sum_j ||W[j, :]||_p`` over the rows of the weight matrix
@@ -154,8 +152,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         Weights, float64 whatever the dtype of X (the AdaGrad sums would lose
         precision in float32; float32 X is read as it is, not copied).
     intercept_ : ndarray of shape (1,) or (n_classes,)
-    class_coef_, class_intercept_ : ndarray of shape (n_classes, n_features) \
-            and (n_classes,)
+    class_coef_, class_intercept_ : ndarray of shape (n_classes, n_features) and (n_classes,)
         Multinomial only: the weights of each class.  ``coef_`` is
         ``class_coef_`` for more than two classes and
         ``class_coef_[1] - class_coef_[0]`` for two (the losses only see
@@ -182,8 +179,16 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         loss of each sample just before the model learnt from it (summed
         over the one-vs-rest problems).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when X has string feature names.
+
+    See Also
+    --------
+    sklearn.linear_model.SGDClassifier : Plain SGD with one global step size.
+    RDAPlusClassifier : L1-regularised logistic regression that identifies the
+        support, then refines it by Newton steps.
+    ImplicitFTRLClassifier : Implicit FTRL, robust to a too large step size.
+    PairwiseAUCClassifier : Online maximisation of the ROC AUC.
 
     Notes
     -----
@@ -312,18 +317,23 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     @available_if(lambda est: est.loss in PROBABILISTIC_LOSSES)
     def predict_proba(self, X):
-        """Class probabilities.  ``multi_class="multinomial"``: the softmax of
-        the class scores.  One-vs-rest: ``log_loss`` gives the logistic of
-        each score, ``modified_huber`` ``(clip(score, -1, 1) + 1) / 2``, and
-        the rows are normalised.
+        """Class probabilities, for the losses ``log_loss`` and ``modified_huber``.
+
+        ``multi_class="multinomial"``: the softmax of the class scores.
+        One-vs-rest: ``log_loss`` gives the logistic of each score,
+        ``modified_huber`` ``(clip(score, -1, 1) + 1) / 2``, and the rows are
+        normalised.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            Probability of each class (columns in the order of
+            ``classes_``); every row sums to 1.
         """
         check_is_fitted(self)
         return self._proba_from_scores(self.decision_function(X))
@@ -336,7 +346,19 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     @available_if(lambda est: est.loss in PROBABILISTIC_LOSSES)
     def predict_log_proba(self, X):
-        """Logarithm of ``predict_proba``."""
+        """Logarithm of the class probabilities of ``predict_proba``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Natural logarithm of each class probability (columns in the
+            order of ``classes_``; -inf where a probability is 0).
+        """
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 

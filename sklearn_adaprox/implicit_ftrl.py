@@ -194,7 +194,9 @@ _DOC_PARAMS = """
         is then fixed (``G_``) for the life of the model: later chunks,
         epochs and warm starts do not change it.  If the estimate is 0 (only
         zero rows), 1 is used.
-    fit_intercept : bool, default=True
+"""
+
+_DOC_PARAMS_TAIL = """    fit_intercept : bool, default=True
         Learn an intercept, as the weight of a constant-1 feature.  Like every
         other coordinate it is governed by the regulariser (which is the step
         size here, not a penalty): ``intercept_ = intercept_theta_ / lambda_``.
@@ -245,7 +247,7 @@ _DOC_ATTRS = """
     n_iter_ : int
         Passes made by the last ``fit`` (1 for ``partial_fit``).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Only when X has string feature names.
 """
 
@@ -310,10 +312,12 @@ class ImplicitFTRLRegressor(_ImplicitFTRLMixin, BaseOnlineLinearRegressor):
 "huber"}, default="squared_error"
         ``0.5 (p - y)^2``, ``|p - y|``, ``max(0, |p - y| - epsilon)``, or
         Huber (quadratic up to ``|p - y| = epsilon``, linear beyond).
-    epsilon : float or None, default=None
-        Of "epsilon_insensitive" (default 0.1) and "huber" (default 1.0).
 """
         + _DOC_PARAMS
+        + """    epsilon : float or None, default=None
+        Of "epsilon_insensitive" (default 0.1) and "huber" (default 1.0).
+"""
+        + _DOC_PARAMS_TAIL
         + """    verbose : int, default=0
         Print one line per epoch / ``partial_fit`` call.
 
@@ -324,6 +328,13 @@ class ImplicitFTRLRegressor(_ImplicitFTRLMixin, BaseOnlineLinearRegressor):
 """
         + _DOC_ATTRS
         + """
+    See Also
+    --------
+    ImplicitFTRLClassifier : The same updates for classification.
+    sklearn.linear_model.SGDRegressor : Plain SGD, sensitive to its step size.
+    sklearn.linear_model.PassiveAggressiveRegressor : A special case of the
+        implicit update with a constant regulariser.
+
     Notes
     -----"""
         + _DOC_NOTES
@@ -401,6 +412,7 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         ``max(0, 1 - y p)`` or ``log(1 + exp(-y p))``.
 """
         + _DOC_PARAMS
+        + _DOC_PARAMS_TAIL
         + """    class_weight : dict, "balanced" or None, default=None
         Multiplies the sample weight of each row by the weight of its class
         (refused as "balanced" by ``partial_fit``).
@@ -417,6 +429,14 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
 """
         + _DOC_ATTRS
         + """
+    See Also
+    --------
+    ImplicitFTRLRegressor : The same updates for regression.
+    AdaGradClassifier : Adaptive linearised steps, l1 and group penalties.
+    sklearn.linear_model.SGDClassifier : Plain SGD, sensitive to its step size.
+    sklearn.linear_model.PassiveAggressiveClassifier : A special case of the
+        implicit update with a constant regulariser.
+
     Notes
     -----"""
         + _DOC_NOTES
@@ -483,10 +503,13 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            Probability of each class (columns in the order of
+            ``classes_``); every row sums to 1.
         """
         check_is_fitted(self)
         return self._proba_from_scores(self.decision_function(X))
@@ -496,6 +519,18 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
 
     @available_if(lambda est: est.loss == "log_loss")
     def predict_log_proba(self, X):
-        """Logarithm of ``predict_proba``."""
+        """Logarithm of the class probabilities of ``predict_proba``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Natural logarithm of each class probability (columns in the
+            order of ``classes_``; -inf where a probability is 0).
+        """
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))

@@ -79,17 +79,24 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         dropped below the best so far minus ``tol`` for ``n_iter_no_change``
         epochs.  None: run ``max_iter`` epochs.
     n_iter_no_change : int, default=5
+        Number of epochs without improvement that stop ``fit`` (see
+        ``tol``).
     shuffle : bool, default=True
         Shuffle the rows before each epoch of ``fit`` (the pairs are then
         consecutive samples of the shuffled stream).  ``partial_fit`` keeps
         the order given.
     random_state : int, RandomState instance or None, default=None
+        Seed of the shuffling; pass an int for reproducible fits.
     warm_start : bool, default=False
+        If True, ``fit`` continues from the fitted state (weights, momentum,
+        accumulators, the last sample of the stream) instead of starting
+        afresh.
     class_weight : dict, "balanced" or None, default=None
         Multiplies the sample weight of each row by the weight of its class.
     n_jobs : int or None, default=None
         Unused (one binary problem); kept for a uniform API.
     verbose : int, default=0
+        Print one line per epoch / ``partial_fit`` call.
 
     Attributes
     ----------
@@ -136,7 +143,14 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         surrogate loss of the opposite-label pairs, each measured just
         before its step (NaN if the pass had none).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+
+    See Also
+    --------
+    AdaGradClassifier : Per-sample losses with AdaGrad steps; ranks well on
+        balanced data.
+    sklearn.linear_model.SGDClassifier : Plain SGD on per-sample losses.
+    sklearn.metrics.roc_auc_score : The metric this model maximises.
 
     Notes
     -----

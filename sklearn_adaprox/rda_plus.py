@@ -496,7 +496,7 @@ class _Records:
 
 
 class RDAPlusClassifier(BaseOnlineLinearClassifier):
-    r"""l1-regularised logistic regression by RDA+ (Lee & Wright, 2012).
+    r"""L1-regularised logistic regression by RDA+ (Lee & Wright, 2012).
 
     Minimises the l1-regularised logistic loss (intercept not penalised)
 
@@ -627,8 +627,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         ``partial_fit``).
     switch_iter_ : list of lists of int
         Dual-averaging step ``t`` of each switch, per problem.
-    support_size_history_, optimality_history_, violation_history_ : \
-list of ndarray of shape (n_records, 3)
+    support_size_history_, optimality_history_, violation_history_ : list of ndarray of shape (n_records, 3)
         Per problem, rows ``(t, elapsed seconds, support size)``,
         ``(t, elapsed seconds, delta)`` and ``(t, elapsed seconds,
         violation)``: at the end of each epoch (``tol``
@@ -656,11 +655,18 @@ list of ndarray of shape (n_records, 3)
         ``partial_fit``.
     loss_curve_ : list of float
         Progressive loss per epoch / chunk (summed over the problems).
-    reservoir_data_, reservoir_indices_, reservoir_indptr_, reservoir_y_, \
-reservoir_weight_ : ndarray
+    reservoir_data_, reservoir_indices_, reservoir_indptr_, reservoir_y_, reservoir_weight_ : ndarray
         ``partial_fit`` with ``local_phase=True``: the reservoir (CSR arrays,
         class indices, weights).  ``n_seen_``: rows offered to it;
         ``reservoir_seed_``: its seed.
+
+    See Also
+    --------
+    AdaGradClassifier : Online learner with l1, l2, elastic-net and group
+        penalties (no local phase).
+    sklearn.linear_model.LogisticRegression : Batch solvers of the same
+        objective (``penalty="l1"``, ``solver="liblinear"`` or ``"saga"``).
+    sklearn.linear_model.SGDClassifier : Plain SGD with a truncated l1 step.
 
     Notes
     -----
@@ -761,10 +767,13 @@ reservoir_weight_ : ndarray
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            Probability of each class (columns in the order of
+            ``classes_``); every row sums to 1.
         """
         check_is_fitted(self)
         return self._proba_from_scores(self.decision_function(X))
@@ -773,7 +782,19 @@ reservoir_weight_ : ndarray
         return self._proba_from_loss(scores, "log_loss")
 
     def predict_log_proba(self, X):
-        """Logarithm of ``predict_proba``."""
+        """Logarithm of the class probabilities of ``predict_proba``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Natural logarithm of each class probability (columns in the
+            order of ``classes_``; -inf where a probability is 0).
+        """
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 

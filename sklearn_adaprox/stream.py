@@ -58,7 +58,26 @@ _MAGIC = (
 
 
 def expand_files(files):
-    """A path, a glob or a list of them -> the list of paths (globs sorted)."""
+    """Expand a path, a glob or a list of them into the list of paths.
+
+    Parameters
+    ----------
+    files : str, path-like or list of them
+        Paths or glob patterns.
+
+    Returns
+    -------
+    paths : list of str
+        The paths in the order given, each glob replaced by its matches in
+        sorted order.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path does not exist or a glob matches nothing.
+    ValueError
+        If no path is given.
+    """
     if isinstance(files, (str, bytes, os.PathLike)):
         files = [files]
     paths = []
@@ -182,8 +201,23 @@ class _FileStream:
         return self.iter_pass(self.passes_ - 1)
 
     def iter_pass(self, pass_index):
-        """The chunks of pass ``pass_index`` (0-based), a function of the
-        files, the options and ``random_state`` only."""
+        """Iterate over the chunks of one pass.
+
+        The chunks of a pass are a function of the files, the options and
+        ``random_state`` only, so a pass can be read again identically.
+
+        Parameters
+        ----------
+        pass_index : int
+            Number of the pass (0-based); with ``shuffle=True`` it seeds the
+            order of the files and of the rows within every chunk.
+
+        Yields
+        ------
+        chunk : tuple
+            ``(X, y)``, or ``(X, y, qid)`` for an ``SvmlightStream`` with
+            ``query_id=True``; X is a CSR matrix.
+        """
         rng = np.random.default_rng([self.random_state, pass_index])
         order = rng.permutation(len(self.files)) if self.shuffle else range(len(self.files))
         self._done_bytes = 0
@@ -208,7 +242,14 @@ class _FileStream:
 
 
 class SvmlightStream(_FileStream):
-    """svmlight / LIBSVM files read in chunks of rows as CSR matrices.
+    """Read svmlight / LIBSVM files in chunks of rows as CSR matrices.
+
+    The files are parsed by compiled code one block of bytes at a time, so a
+    file is never held whole in memory.  Errors: a malformed line (bad
+    label, token, index or value, unsorted or repeated indices, a negative
+    index) raises ``ValueError("<file>, line <n>: ...")``; a corrupt or
+    truncated compressed file and a file without any data line raise
+    ValueError naming the file.
 
     Parameters
     ----------
@@ -228,7 +269,7 @@ class SvmlightStream(_FileStream):
     query_id : bool, default=False
         Also yield the ``qid`` of every row (int64); rows must have one.
     dtype : float64 or float32, default=float64
-        dtype of ``X.data``; labels are float64.
+        The dtype of ``X.data``; labels are float64.
     out_of_range : {"error", "drop", "hash"}, default="error"
         What a feature index ``>= n_features`` does: raise a ValueError
         naming the file and line, be dropped, or be folded in by
@@ -238,10 +279,12 @@ class SvmlightStream(_FileStream):
     random_state : int, default=None
         Seed of the shuffling; pass ``p`` depends on (random_state, p) only.
 
-    Errors: a malformed line (bad label, token, index or value, unsorted or
-    repeated indices, a negative index) raises ``ValueError("<file>, line
-    <n>: ...")``; a corrupt or truncated compressed file and a file without
-    any data line raise ValueError naming the file.
+    Attributes
+    ----------
+    passes_ : int
+        Number of passes begun.
+    zero_based_ : bool or None
+        The index base in use (None until "auto" has seen a feature).
     """
 
     def __init__(self, files, n_features, *, chunk_size=10000, zero_based="auto",
@@ -422,13 +465,40 @@ class _LineStream(_FileStream):
 
 
 class JsonLinesStream(_LineStream):
-    """JSON-lines files (one object per line) read in chunks, the text of
-    ``text_field`` turned into CSR by ``vectorizer`` (stateless, e.g.
-    ``HashingVectorizer``; by default ``HashingVectorizer(n_features=2**20)``).
-    Yields ``(X, y)`` with y the ``label_field`` values (numbers stay
-    numbers).  Compression, globs, shuffling and passes as
-    :class:`SvmlightStream`.  A line that is not a JSON object with both
-    fields raises ``ValueError("<file>, line <n>: ...")``.
+    """Read JSON-lines files (one object per line) in chunks of rows.
+
+    The text of ``text_field`` is turned into CSR by ``vectorizer``.  Yields
+    ``(X, y)`` with y the ``label_field`` values (numbers stay numbers).
+    Compression, globs, shuffling and passes as :class:`SvmlightStream`.  A
+    line that is not a JSON object with both fields raises
+    ``ValueError("<file>, line <n>: ...")``.
+
+    Parameters
+    ----------
+    files : str, path-like or list of them
+        Paths or globs; each file is plain or gzip / bz2 / xz compressed.
+    text_field : str, default="text"
+        Key of the text of every object.
+    label_field : str, default="label"
+        Key of the label of every object.
+    vectorizer : transformer or None, default=None
+        Stateless vectorizer with ``transform`` (e.g.
+        :class:`~sklearn.feature_extraction.text.HashingVectorizer`), so that
+        every chunk lands in the same columns; None:
+        ``HashingVectorizer(n_features=2**20)``.
+    chunk_size : int, default=1000
+        Rows per chunk (the last chunk of each file may be shorter).
+    shuffle : bool, default=False
+        Permute the file order and the rows within every chunk, per pass.
+    random_state : int, default=None
+        Seed of the shuffling; pass ``p`` depends on (random_state, p) only.
+
+    Attributes
+    ----------
+    passes_ : int
+        Number of passes begun.
+    n_features : int or None
+        The vectorizer's ``n_features``, if it has one.
     """
 
     def __init__(self, files, *, text_field="text", label_field="label",
@@ -481,6 +551,34 @@ class CsvStream(_LineStream):
     ``transformer="passthrough"`` those columns are the features as they
     are (numbers; anything else is an error naming the file and line).
     Yields ``(X, y)``; y is numeric when every label is a number.
+
+    Parameters
+    ----------
+    files : str, path-like or list of them
+        Paths or globs; each file is plain or gzip / bz2 / xz compressed.
+    label_column : str
+        Name (in the header line) of the label column.
+    text_column : str or None, default=None
+        Name of a text column to vectorize; None for tabular rows.
+    vectorizer : transformer or None, default=None
+        Stateless vectorizer of the text column; None:
+        ``HashingVectorizer(n_features=2**20)``.
+    transformer : transformer, "passthrough" or None, default=None
+        Fitted transformer of the other columns (tabular rows), or
+        "passthrough" to take them as numbers.
+    delimiter : str, default=","
+        Field separator.
+    chunk_size : int, default=1000
+        Rows per chunk (the last chunk of each file may be shorter).
+    shuffle : bool, default=False
+        Permute the file order and the rows within every chunk, per pass.
+    random_state : int, default=None
+        Seed of the shuffling; pass ``p`` depends on (random_state, p) only.
+
+    Attributes
+    ----------
+    passes_ : int
+        Number of passes begun.
     """
 
     def __init__(self, files, *, label_column, text_column=None, vectorizer=None,
@@ -785,11 +883,26 @@ def _read_ahead(chunks, depth=2):
 
 
 def evaluate_stream(estimator, stream):
-    """Loss, score (accuracy or R^2) and, for a binary classifier, ROC AUC
-    of a fitted estimator over one pass of ``stream``.  Returns a dict with
-    ``rows``, ``loss``, ``loss_name``, ``score``, ``score_name``, ``roc_auc``
-    and ``roc_auc_max_error`` (the AUC is :class:`StreamingAUC`'s, in
-    bounded memory)."""
+    """Evaluate a fitted estimator over one pass of a stream.
+
+    Computes the loss, the score (accuracy or R^2) and, for a binary
+    classifier, the ROC AUC of :class:`StreamingAUC` (bounded memory).
+
+    Parameters
+    ----------
+    estimator : estimator
+        A fitted classifier or regressor.
+    stream : iterable of chunks
+        ``(X, y)`` or ``(X, y, qid)`` chunks, e.g. a reader of this module.
+
+    Returns
+    -------
+    result : dict
+        ``rows``, ``loss``, ``loss_name``, ``score``, ``score_name``
+        ("accuracy" or "r2"), ``roc_auc`` (NaN unless binary with both
+        classes present) and ``roc_auc_max_error`` (the bound of its
+        difference to the exact AUC).
+    """
     classes = getattr(estimator, "classes_", None)
     scorer = _Scorer(estimator, classes)
     for chunk in _read_ahead(stream):
@@ -808,8 +921,19 @@ def evaluate_stream(estimator, stream):
 # checkpoints
 
 def save_atomic(obj, path):
-    """joblib.dump ``obj`` to ``path`` through a temporary file in the same
-    folder and a rename: a reader (or a crash) never sees a partial file."""
+    """Write ``obj`` with ``joblib.dump`` so that no partial file is ever seen.
+
+    The object is written to a temporary file in the same folder, synced,
+    then renamed to ``path``: a reader (or a crash) never sees a partial
+    file.
+
+    Parameters
+    ----------
+    obj : object
+        Any object joblib can pickle.
+    path : str or path-like
+        Destination file.
+    """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.",
@@ -903,6 +1027,10 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
                progressive=True, verbose=0):
     """Learn from a stream of chunks by ``partial_fit``, one chunk at a time.
 
+    Every chunk is scored before it is learned (progressive validation), a
+    held-out stream is evaluated at regular intervals, and checkpoints allow
+    an exact resume after an interruption.
+
     Parameters
     ----------
     estimator : an estimator of this package (or any with ``partial_fit``)
@@ -916,6 +1044,7 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
         estimator is already fitted).  A chunk with another label raises
         ValueError before anything is learned from it.
     n_passes : int, default=1
+        Number of passes over the stream.
     holdout : stream, default=None
         Held-out chunks, evaluated every ``holdout_every`` rows (and at the
         end): loss, score (accuracy or R^2), ROC AUC for binary classifiers.
@@ -935,6 +1064,11 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
     early_stopping : bool, default=False
         Stop when the held-out loss has not improved by ``tol`` for
         ``n_iter_no_change`` evaluations in a row (needs ``holdout``).
+    n_iter_no_change : int, default=3
+        Number of held-out evaluations without improvement that stop the
+        stream when ``early_stopping``.
+    tol : float, default=1e-4
+        Improvement of the held-out loss that counts for early stopping.
     progressive : bool, default=True
         Score every chunk before learning it (progressive validation).  The
         first chunk of a fresh estimator is not scored (there is no model
