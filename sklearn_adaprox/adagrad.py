@@ -163,6 +163,15 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         when multinomial).  For ``"ftrl_proximal"`` it is McMahan's ``z``.
     sum_sq_gradient_ : ndarray of shape (n_problems, n_features)
         Sum of the squared gradients (McMahan's ``n``); diagonal matrix only.
+    accumulators_ : ndarray of shape (n_problems, n_features, 2)
+        Element-wise options (binary or one-vs-rest, diagonal matrix, an
+        element-wise penalty): the state the kernel updates in place, the
+        pairs ``(u_j, sqrt(n_j))``; ``coef_``, ``sum_gradient_`` and
+        ``sum_sq_gradient_`` are computed from it when read, so a
+        ``partial_fit`` call costs O(nnz) whatever ``n_features``.
+    md_weights_, md_steps_ : ndarray of shape (n_problems, n_features)
+        Element-wise mirror descent: each weight and the step at which it
+        is current (it is brought to step ``t_`` when read).
     sum_outer_gradient_ : ndarray of shape (n_problems, m, m)
         ``matrix="full"`` only: ``G``, the sum of the outer products of the
         gradients, ``m = n_features + fit_intercept`` (the intercept last).
@@ -522,6 +531,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     @property
     def coef_(self):
+        """Weights, of shape (n_problems, n_features) (see the class doc)."""
         state = self.__dict__
         if "accumulators_" in state:
             return self._computed_coef()
@@ -535,6 +545,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     @property
     def sum_gradient_(self):
+        """AdaGrad's u (FTRL-Proximal's z), of shape (n_problems, n_features)."""
         state = self.__dict__
         if "accumulators_" in state:
             view = state["accumulators_"][..., 0]
@@ -550,6 +561,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     @property
     def sum_sq_gradient_(self):
+        """Sums of the squared gradients, of shape (n_problems, n_features)."""
         state = self.__dict__
         if "accumulators_" in state:
             root = state["accumulators_"][..., 1]

@@ -59,6 +59,7 @@ class _ImplicitFTRLMixin:
 
     @property
     def coef_(self):
+        """Weights ``theta_ / lambda_`` (see the class doc)."""
         if "theta_" not in self.__dict__:
             raise AttributeError("coef_")
         return self._computed_coef()

@@ -98,10 +98,22 @@ def expand_files(files):
 
 
 class Chunk(tuple):
-    """What the readers yield: the tuple ``(X, y)`` (``(X, y, qid)`` with
-    ``query_id=True``) and where its rows come from, ``path`` and ``lines``
-    (the 1-based line of every row in that file), so that a problem found
-    later in a row (a label outside ``classes``) names its file and line."""
+    """A chunk of rows, as the readers yield it, with where its rows come from.
+
+    It is the tuple ``(X, y)`` (``(X, y, qid)`` with ``query_id=True``), so
+    ``X, y = chunk`` works; ``path`` and ``lines`` say where each row was
+    read, so that a problem found later in a row (a label outside
+    ``classes``) names its file and line.
+
+    Parameters
+    ----------
+    parts : sequence
+        ``(X, y)`` or ``(X, y, qid)``.
+    path : str
+        The file the rows were read from.
+    lines : ndarray of shape (n_rows,)
+        The 1-based line of every row in that file.
+    """
 
     def __new__(cls, parts, path, lines):
         chunk = super().__new__(cls, parts)
@@ -113,6 +125,18 @@ class Chunk(tuple):
         return Chunk, (tuple(self), self.path, self.lines)
 
     def where(self, row):
+        """Where row ``row`` of the chunk was read.
+
+        Parameters
+        ----------
+        row : int
+            Index of the row in the chunk.
+
+        Returns
+        -------
+        location : str
+            ``"<path>, line <n>"``.
+        """
         return f"{self.path}, line {self.lines[row]}"
 
 
@@ -692,6 +716,15 @@ class StreamingAUC:
         self.ties = 0
 
     def update(self, scores, positive):
+        """Add scored rows, in the order of the stream.
+
+        Parameters
+        ----------
+        scores : ndarray of shape (n_rows,)
+            Decision scores of the rows.
+        positive : ndarray of shape (n_rows,)
+            Whether each row is of the positive class.
+        """
         positive = np.ascontiguousarray(positive, dtype=np.uint8)
         ordered2, ties = auc_insert(self.tree_pos, self.tree_neg,
                                     np.ascontiguousarray(scores, dtype=np.float64),
@@ -704,11 +737,13 @@ class StreamingAUC:
 
     @property
     def value(self):
+        """The ROC AUC of the rows added so far (NaN without both classes)."""
         pairs = self.n_pos * self.n_neg
         return self.ordered2 / (2 * pairs) if pairs else np.nan
 
     @property
     def max_error(self):
+        """The bound of the difference between ``value`` and the exact AUC."""
         pairs = self.n_pos * self.n_neg
         return self.ties / (2 * pairs) if pairs else np.nan
 
@@ -1073,10 +1108,6 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
         Score every chunk before learning it (progressive validation).  The
         first chunk of a fresh estimator is not scored (there is no model
         yet).  False saves one prediction per chunk.
-
-    The stream is read in a thread of its own, two chunks ahead of the
-    learner (parsing and decompression overlap with learning; the chunks
-    and the model are those of a plain loop).
     verbose : int, default=0
         >= 1: a live progress table on stderr (rows, input non-zeros,
         rows/s, average and since-last progressive loss at doubling row
@@ -1099,6 +1130,12 @@ def fit_stream(estimator, stream, *, classes=None, n_passes=1, holdout=None,
         ("accuracy" or "r2"), ``stopped_early``,
         ``progressive_auc_max_error`` (the bound of the binned AUC's
         difference to the exact one).
+
+    Notes
+    -----
+    The stream is read in a thread of its own, two chunks ahead of the
+    learner: parsing and decompression overlap with learning, and the
+    chunks and the model are those of a plain loop.
     """
     classifier = is_classifier(estimator)
     if classifier:
