@@ -31,6 +31,9 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # MathJax from the package, copied into the site: formulas render
+    # without a network (the build and CI machines are offline)
+    "sphinx-mathjax-offline",
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
