@@ -240,7 +240,8 @@ def run_scaling(args):
     print(head)
     print("-" * len(head))
     for n_features in (1_000, 10_000, 100_000, 1_000_000):
-        X, y = make_sparse_zipf(55_000, n_features, 20, random_state=0)
+        X, y = make_sparse_zipf(55_000, n_features, 20, informative_scale="flat",
+                                random_state=0)
         X = sp.csr_matrix((X.data, X.indices.astype(np.int32),
                            X.indptr.astype(np.int32)), shape=X.shape)
         cells = [

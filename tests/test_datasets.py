@@ -376,6 +376,7 @@ def test_sample_columns_matches_searchsorted():
         (dict(zipf_exponent=np.nan), "zipf_exponent"),
         (dict(zipf_exponent=np.inf), "zipf_exponent"),
         (dict(n_informative=0), "n_informative"),
+        (dict(informative_scale="steep"), "informative_scale"),
         (dict(n_features=10, nnz_per_row=2, n_informative=11), "n_informative"),
         (dict(positive_fraction=0.0), "positive_fraction"),
         (dict(positive_fraction=1.0), "positive_fraction"),
@@ -391,3 +392,18 @@ def test_make_sparse_zipf_bad_arguments(kwargs, match):
     params.update(kwargs)
     with pytest.raises(ValueError, match=match):
         make_sparse_zipf(**params)
+
+
+def test_make_sparse_zipf_flat_scale_is_learnt_in_one_pass_at_large_width():
+    """With informative_scale="flat" the frequent informative features carry
+    the margin: one SGD pass learns it where "rarity" leaves a model near
+    chance (its margins are spread over features seen a few times)."""
+    from sklearn.linear_model import SGDClassifier
+    scores = {}
+    for scale in ("flat", "rarity"):
+        X, y = make_sparse_zipf(60_000, 200_000, 50, informative_scale=scale,
+                                random_state=0)
+        sgd = SGDClassifier(max_iter=1, tol=None, random_state=0).fit(X[:50_000], y[:50_000])
+        scores[scale] = sgd.score(X[50_000:], y[50_000:])
+    assert scores["flat"] > 0.7
+    assert scores["flat"] > scores["rarity"] + 0.1

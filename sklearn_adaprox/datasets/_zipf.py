@@ -160,18 +160,23 @@ def _draws_per_row(p, nnz_per_row, zipf_exponent):
 _MIN_EXPECTED_COUNT = 10
 
 
-def _make_coef(n_features, n_informative, n_candidates, zipf_exponent, rng):
+def _make_coef(n_features, n_informative, n_candidates, zipf_exponent, rng,
+               informative_scale="rarity"):
     """Hidden weights: non-zero on n_informative features chosen uniformly at
-    random among the n_candidates most frequent ranks, magnitude proportional
-    to 1 / sqrt(p_j) (times a random factor in [0.5, 1.5)) and a random sign;
-    unit l2 norm."""
+    random among the n_candidates most frequent ranks, a random factor in
+    [0.5, 1.5) and a random sign, times 1 / sqrt(p_j) with
+    ``informative_scale="rarity"``; unit l2 norm."""
     informative = np.sort(rng.choice(n_candidates, n_informative, replace=False))
     signs = np.where(rng.random_sample(n_informative) < 0.5, -1.0, 1.0)
     magnitudes = rng.uniform(0.5, 1.5, size=n_informative)
-    # 1 / sqrt(p_j) is proportional to (j + 1) ** (zipf_exponent / 2); work in
-    # log space relative to the rarest informative feature to avoid overflow.
-    log_scale = 0.5 * zipf_exponent * np.log1p(informative.astype(np.float64))
-    scale = np.exp(log_scale - log_scale.max())
+    if informative_scale == "rarity":
+        # 1 / sqrt(p_j) is proportional to (j + 1) ** (zipf_exponent / 2);
+        # work in log space relative to the rarest informative feature to
+        # avoid overflow.
+        log_scale = 0.5 * zipf_exponent * np.log1p(informative.astype(np.float64))
+        scale = np.exp(log_scale - log_scale.max())
+    else:
+        scale = 1.0
     coef = np.zeros(n_features, dtype=np.float64)
     coef[informative] = signs * magnitudes * scale
     coef /= np.linalg.norm(coef)
@@ -188,6 +193,7 @@ def make_sparse_zipf(
     *,
     zipf_exponent=1.1,
     n_informative=None,
+    informative_scale="rarity",
     positive_fraction=0.5,
     flip_y=0.01,
     normalize=True,
@@ -213,7 +219,8 @@ def make_sparse_zipf(
     enough to be learnt.  Their
     magnitudes grow with rarity (proportional to ``1 / sqrt(p_j)`` times a
     random factor in [0.5, 1.5), random sign, unit l2 norm overall) so that a
-    rare feature moves the margin about as much as a frequent one.  With
+    rare feature moves the margin about as much as a frequent one (with the
+    default ``informative_scale="rarity"``).  With
     ``margin = X @ coef``, the ``round(positive_fraction * n_samples)``
     samples with the largest margin are labelled 1 (ties broken at random) and
     the others 0; then label noise is added (see ``flip_y``).
@@ -242,6 +249,14 @@ def make_sparse_zipf(
         ``1 <= n_informative <= n_features``.  None means 10% of the features
         (at least 1), or all the features expected to occur at least 10 times
         if they are fewer.
+    informative_scale : {"rarity", "flat"}, default="rarity"
+        Magnitudes of the hidden weights.  "rarity": proportional to
+        ``1 / sqrt(p_j)`` (times the random factor), so the margin of a row
+        is spread over its rare features, each seen a few times only: a
+        hard problem, which a single pass over a large sample does not
+        learn.  "flat": the random factor alone, so the frequent informative
+        features carry the margin and a linear model learns the labels at
+        any size (the setting for accuracy figures of large benchmarks).
     positive_fraction : float, default=0.5
         Fraction of samples of class 1, in (0, 1).  Exactly
         ``round(positive_fraction * n_samples)`` samples are positive (at
@@ -319,6 +334,9 @@ def make_sparse_zipf(
         )
     zipf_exponent = _check_real(zipf_exponent, "zipf_exponent", low=0.0, high=np.inf)
     n_informative = _check_int(n_informative, "n_informative", allow_none=True)
+    if informative_scale not in ("rarity", "flat"):
+        raise ValueError(
+            f'informative_scale must be "rarity" or "flat", got {informative_scale!r}.')
     if n_informative is not None and n_informative > n_features:
         raise ValueError(
             f"n_informative must be <= n_features, got n_informative="
@@ -350,7 +368,8 @@ def make_sparse_zipf(
     if n_informative is None:
         n_informative = min(max(1, n_features // 10), n_candidates)
     n_candidates = max(n_candidates, n_informative)
-    coef = _make_coef(n_features, n_informative, n_candidates, zipf_exponent, coef_rng)
+    coef = _make_coef(n_features, n_informative, n_candidates, zipf_exponent, coef_rng,
+                      informative_scale)
     del p, expected_count
 
     rows_per_chunk = max(1, _CHUNK_DRAWS // n_draws)
