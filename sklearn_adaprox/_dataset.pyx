@@ -103,8 +103,11 @@ def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
     sorted, as int64: what a pass over those entries can change.
 
     A bitmap of n_features bits (zero pages until written) and one scan of
-    it: O(nnz + n_features / 64), where sorting would be O(nnz log nnz).
+    it: O(nnz + n_features / 64), where sorting would be O(nnz log nnz);
+    a few entries (a row or two of a wide model) are sorted instead.
     """
+    if indices.shape[0] < n_features // 4096:
+        return np.unique(np.asarray(indices)).astype(np.int64)
     cdef uint64_t[::1] bits = np.zeros(n_features // 64 + 1, dtype=np.uint64)
     cdef Py_ssize_t k, w, b, n = 0
     cdef uint64_t word

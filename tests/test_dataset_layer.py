@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_adaprox._dataset import as_row_arrays, csr_has_duplicates, shuffled_order
+from sklearn_adaprox._dataset import (as_row_arrays, csr_has_duplicates, shuffled_order,
+                                      touched_columns)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -74,3 +75,12 @@ def test_shuffled_order_draws_every_permutation_equally_often():
     chi2 = sum((c - 1000) ** 2 / 1000 for c in counts.values())
     assert chi2 < 49.7
 
+
+
+@pytest.mark.parametrize("nnz", [0, 1, 30, 5000])
+@pytest.mark.parametrize("n_features", [1, 64, 1000, 2**22])
+def test_touched_columns_are_the_sorted_distinct_indices(nnz, n_features):
+    indices = np.random.RandomState(nnz).randint(0, n_features, nnz).astype(np.int32)
+    got = touched_columns(indices, n_features)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.unique(indices))
