@@ -169,6 +169,12 @@ BENCHMARKS = {
         "One online pass; each sample is predicted before the model learns "
         "from it.  The implicit updates (truncated, proximal) should stay flat "
         "as beta grows, the linear one should not."),
+    "bench_partial_fit": (
+        "partial_fit per row, by chunk size and width",
+        "`AdaGradClassifier.partial_fit` and `SGDClassifier.partial_fit` on "
+        "chunks of 1 to 1000 text-like rows, and river's `learn_one`, from "
+        "2**16 to 2**24 columns: a cost per row that does not grow with the "
+        "width is a call that costs what its rows cost."),
     "bench_input_checks": (
         "Cost of the input checks and of partial_fit per call",
         "The validation that every `fit` runs, against a one-pass fit, and "
