@@ -23,6 +23,30 @@ from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 MIXED_NORM_PENALTIES = ("l1_l2", "l1_linf")
 
 
+def _computed_or_stored(name, compute, doc):
+    """A fitted attribute that the element-wise layout computes from
+    ``accumulators_`` (``compute(estimator, accumulators_)``) and the other
+    layouts store under its own name."""
+
+    def get(est):
+        state = est.__dict__
+        if "accumulators_" in state:
+            return compute(est, state["accumulators_"])
+        if name in state:
+            return state[name]
+        raise AttributeError(name)
+
+    def set_(est, value):
+        est.__dict__[name] = value
+
+    return property(get, set_, doc=doc)
+
+
+def _read_only(view):
+    view.flags.writeable = False  # the state is changed by fitting only
+    return view
+
+
 class AdaGradClassifier(BaseOnlineLinearClassifier):
     r"""Linear classifier trained online by diagonal AdaGrad.
 
@@ -529,50 +553,16 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             return ()
         return ("accumulators_", "md_weights_", "md_steps_")
 
-    @property
-    def coef_(self):
-        """Weights, of shape (n_problems, n_features) (see the class doc)."""
-        state = self.__dict__
-        if "accumulators_" in state:
-            return self._computed_coef()
-        if "coef_" in state:
-            return state["coef_"]
-        raise AttributeError("coef_")
-
-    @coef_.setter
-    def coef_(self, value):
-        self.__dict__["coef_"] = value
-
-    @property
-    def sum_gradient_(self):
-        """AdaGrad's u (FTRL-Proximal's z), of shape (n_problems, n_features)."""
-        state = self.__dict__
-        if "accumulators_" in state:
-            view = state["accumulators_"][..., 0]
-            view.flags.writeable = False  # the state is changed by fitting only
-            return view
-        if "sum_gradient_" in state:
-            return state["sum_gradient_"]
-        raise AttributeError("sum_gradient_")
-
-    @sum_gradient_.setter
-    def sum_gradient_(self, value):
-        self.__dict__["sum_gradient_"] = value
-
-    @property
-    def sum_sq_gradient_(self):
-        """Sums of the squared gradients, of shape (n_problems, n_features)."""
-        state = self.__dict__
-        if "accumulators_" in state:
-            root = state["accumulators_"][..., 1]
-            return root * root  # the square of the root is exactly the sum kept
-        if "sum_sq_gradient_" in state:
-            return state["sum_sq_gradient_"]
-        raise AttributeError("sum_sq_gradient_")
-
-    @sum_sq_gradient_.setter
-    def sum_sq_gradient_(self, value):
-        self.__dict__["sum_sq_gradient_"] = value
+    coef_ = _computed_or_stored(
+        "coef_", lambda est, acc: est._computed_coef(),
+        "Weights, of shape (n_problems, n_features) (see the class doc).")
+    sum_gradient_ = _computed_or_stored(
+        "sum_gradient_", lambda est, acc: _read_only(acc[..., 0]),
+        "AdaGrad's u (FTRL-Proximal's z), of shape (n_problems, n_features).")
+    sum_sq_gradient_ = _computed_or_stored(
+        # the square of the root is exactly the sum it was computed from
+        "sum_sq_gradient_", lambda est, acc: acc[..., 1] * acc[..., 1],
+        "Sums of the squared gradients, of shape (n_problems, n_features).")
 
     def _prepare_continuing_state(self):
         """Convert the fitted state to the layout of the current options
