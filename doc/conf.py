@@ -10,7 +10,6 @@ The build runs every example of ``examples/`` (sphinx-gallery), the demo
 (``sphinxext/adaprox_docs.py``).  It needs no network access: the
 intersphinx inventories are in ``_intersphinx/``.
 """
-import os
 import sys
 import warnings
 from pathlib import Path

@@ -56,7 +56,7 @@ cdef extern from "_simd.h" nogil:
                          Py_ssize_t nnz, double d)
 
 from ._dataset cimport (check_pass_input, data_pointers, get_row, index_t, longest_row,
-                       prefetch_row)
+                        prefetch_row)
 from ._loss cimport Loss, MultinomialLoss
 from ._prox cimport group_l2_prox, l1_ball_solve, linf_prox, prox_work_size
 

@@ -75,7 +75,7 @@ from libc.math cimport exp, ldexp, sqrt
 from libc.stdint cimport int64_t
 
 from ._dataset cimport (check_pass_input, data_pointers, get_row, index_t, longest_row,
-                       prefetch_row)
+                        prefetch_row)
 from ._loss cimport Loss
 
 from ._loss import Hinge, Log
