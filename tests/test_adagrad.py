@@ -12,7 +12,7 @@ from sklearn.base import clone
 from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import accuracy_score
 
-from reference import adagrad_reference, ftrl_proximal_mcmahan
+from reference.adagrad import adagrad_reference, ftrl_proximal_mcmahan
 from sklearn_adaprox import AdaGradClassifier, _adagrad_fast
 from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
 

@@ -1,5 +1,5 @@
 """ImplicitFTRLRegressor / ImplicitFTRLClassifier against their NumPy
-transcription (tests/reference_implicit_ftrl.py), and their own promises."""
+transcription (tests/reference/implicit_ftrl.py), and their own promises."""
 import itertools
 import pickle
 from pathlib import Path
@@ -14,7 +14,7 @@ from sklearn.linear_model import Ridge
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from reference_implicit_ftrl import (
+from reference.implicit_ftrl import (
     gradient_bound_reference,
     implicit_ftrl_reference,
     loss_derivative,

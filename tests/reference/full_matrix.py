@@ -11,7 +11,7 @@ only; labels in {-1, +1}.
 """
 import numpy as np
 
-from reference import loss_derivative, loss_value
+from .adagrad import loss_derivative, loss_value
 
 EPS = np.finfo(np.float64).eps
 
