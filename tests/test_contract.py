@@ -168,7 +168,7 @@ def multiclass_data(request):
     return _digits(2 if est is not None and _binary_only(est) else 4)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _digits(n_class):
     X, y = load_digits(n_class=n_class, return_X_y=True)
     X = X[:400] / 16.0
