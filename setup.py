@@ -26,7 +26,7 @@ an add into one fused multiply-add (FMA), which rounds once instead of
 twice: GCC does so by default wherever the target has FMA (arm64, ppc64le,
 x86 with ``-march=native`` or ``-mfma`` in CFLAGS) and Clang within an
 expression, and ``sqrt(r*r + g*g)`` of an AdaGrad update then differs in
-the last bit in about one update in eight.
+the last bit in about 13% of the updates.
 
 Cython and setuptools compare time stamps, not flags: left to themselves
 they would give a checked build the optimised build's C and modules (or the
