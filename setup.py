@@ -13,12 +13,28 @@ memory errors in the kernels:
   load only with the ASan runtime preloaded: ``bash .ci/run asan`` builds
   this flavour in a venv of its own and runs the tests under it.
 
+A third one changes the code paths, not the checks:
+
+* ``SKLEARN_ADAPROX_NO_SIMD=1``: the plain C fallbacks of ``_simd.h``
+  only, as on targets other than x86 (``_adagrad_fast.SIMD_PATHS`` is then
+  ``"scalar"``).  The results are the same bit for bit; CI runs the tests
+  on such a build.
+
+The compiler flags depend on the compiler (``compile_flags``): the kernels'
+results must not depend on it, so no compiler may contract a multiply and
+an add into one fused multiply-add (FMA), which rounds once instead of
+twice: GCC does so by default wherever the target has FMA (arm64, ppc64le,
+x86 with ``-march=native`` or ``-mfma`` in CFLAGS) and Clang within an
+expression, and ``sqrt(r*r + g*g)`` of an AdaGrad update then differs in
+the last bit in about 13% of the updates.
+
 Cython and setuptools compare time stamps, not flags: left to themselves
 they would give a checked build the optimised build's C and modules (or the
-other way round).  So a checked build writes its generated C and objects
-under ``build/<flavour>/`` and always recompiles everything, and it leaves
-a stamp that makes the next optimised build recompile the in-place modules
-it replaced (in an editable install).
+other way round).  So a checked (or scalar) build writes its generated C and
+objects under ``build/<flavour>/`` (``asan``, ``debug``, ``nosimd``,
+``asan-nosimd``...) and always recompiles everything, and it leaves a stamp
+that makes the next default build recompile the in-place modules it replaced
+(in an editable install).
 """
 import os
 import pathlib
@@ -26,11 +42,13 @@ import pathlib
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("SKLEARN_ADAPROX_DEBUG", "0") not in ("", "0")
 SANITIZE = os.environ.get("SKLEARN_ADAPROX_SANITIZE", "")
 if SANITIZE not in ("", "address"):
     raise SystemExit(f"SKLEARN_ADAPROX_SANITIZE={SANITIZE!r}: only 'address' is supported")
+NO_SIMD = os.environ.get("SKLEARN_ADAPROX_NO_SIMD", "0") not in ("", "0")
 
 COMPILER_DIRECTIVES = {
     "language_level": 3,
@@ -46,26 +64,59 @@ COMPILER_DIRECTIVES = {
 
 CHECKED_STAMP = pathlib.Path("build/checked-build.stamp")
 
-# -fno-math-errno lets sqrt be a single instruction; no fast-math: the
-# kernels must match their NumPy transcriptions to round-off.
-if SANITIZE:
-    # -O1: tolerable speed with exact stack traces (higher levels inline
-    # and merge frames); frame pointers for ASan's fast unwinder.
-    # _FORTIFY_SOURCE is off: its checked memcpy and friends are
-    # not seen by ASan.  (_GLIBCXX_ASSERTIONS would be meaningless: the
-    # modules are C.)
-    FLAVOUR = "asan"
-    COMPILE_ARGS = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address",
-                    "-U_FORTIFY_SOURCE", "-fno-math-errno"]
-    LINK_ARGS = ["-fsanitize=address"]
-elif DEBUG:
-    FLAVOUR = "debug"
-    COMPILE_ARGS = ["-O0", "-g"]
-    LINK_ARGS = []
-else:
-    FLAVOUR = None
-    COMPILE_ARGS = ["-O3", "-fno-math-errno"]
-    LINK_ARGS = []
+# The flavour of a build other than the default one names its folder under
+# build/ (None: the default build).
+FLAVOUR = "-".join(
+    (["asan"] if SANITIZE else ["debug"] if DEBUG else []) + (["nosimd"] if NO_SIMD else [])
+) or None
+
+
+def compile_flags(compiler_type):
+    """(compile, link) flags of the build flavour for a compiler type of
+    setuptools: "msvc", or "unix" / "mingw32" / "cygwin" (GCC, Clang and
+    the compilers that take their options, such as Intel's icx).
+
+    No fast-math anywhere: the kernels must match their NumPy transcriptions
+    to round-off, and give the same bits on every machine.
+    """
+    if compiler_type == "msvc":
+        if SANITIZE:
+            raise SystemExit("SKLEARN_ADAPROX_SANITIZE: GCC or Clang only")
+        # /fp:precise (the default, made explicit) does not contract
+        # multiplies and adds into FMAs from Visual Studio 2022 (17.0) on;
+        # earlier versions could, only when given /arch:AVX2 or above.
+        if DEBUG:
+            return ["/Od", "/Zi", "/fp:precise"], ["/DEBUG"]
+        return ["/O2", "/fp:precise"], []
+    # -ffp-contract=off: no FMA contraction (GCC's default is "fast", Clang's
+    # "on"; both contract sqrt(r*r + g*g) on a target that has FMA).  It comes
+    # after CFLAGS on the command line, so it holds with -march=native there.
+    # -fno-math-errno lets sqrt be a single instruction.
+    common = ["-ffp-contract=off", "-fno-math-errno"]
+    if SANITIZE:
+        # -O1: tolerable speed with exact stack traces (higher levels inline
+        # and merge frames); frame pointers for ASan's fast unwinder.
+        # _FORTIFY_SOURCE is off: its checked memcpy and friends are
+        # not seen by ASan.  (_GLIBCXX_ASSERTIONS would be meaningless: the
+        # modules are C.)
+        return (["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address",
+                 "-U_FORTIFY_SOURCE", *common], ["-fsanitize=address"])
+    if DEBUG:
+        return ["-O0", "-g", *common], []
+    return ["-O3", *common], []
+
+
+class BuildExt(build_ext):
+    """build_ext that adds the flags of ``compile_flags`` for the compiler
+    actually in use (known only once setuptools has chosen it)."""
+
+    def build_extensions(self):
+        compile_args, link_args = compile_flags(self.compiler.compiler_type)
+        for ext in self.extensions:
+            ext.extra_compile_args = compile_args + ext.extra_compile_args
+            ext.extra_link_args = link_args + ext.extra_link_args
+        super().build_extensions()
+
 
 # One module per algorithm over the shared layers: data access, losses, and
 # the exact proximal solvers of the structured penalties.  Full-matrix
@@ -87,16 +138,16 @@ extensions = [
         name,
         [name.replace(".", "/") + ".pyx"],
         include_dirs=[np.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
-        extra_compile_args=COMPILE_ARGS,
-        extra_link_args=LINK_ARGS,
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")]
+        + ([("SKLEARN_ADAPROX_NO_SIMD", "1")] if NO_SIMD else []),
         depends=[str(CHECKED_STAMP)] if CHECKED_STAMP.exists() else [],
     )
     for name in MODULES
 ]
 
 if FLAVOUR is None:
-    setup(ext_modules=cythonize(extensions, compiler_directives=COMPILER_DIRECTIVES))
+    setup(ext_modules=cythonize(extensions, compiler_directives=COMPILER_DIRECTIVES),
+          cmdclass={"build_ext": BuildExt})
 else:
     setup(
         # emit_linenums: reports and debuggers name .pyx lines, not C lines
@@ -104,6 +155,7 @@ else:
                               build_dir=f"build/{FLAVOUR}", force=True,
                               emit_linenums=True),
         options={"build": {"build_base": f"build/{FLAVOUR}"}, "build_ext": {"force": True}},
+        cmdclass={"build_ext": BuildExt},
     )
     CHECKED_STAMP.parent.mkdir(exist_ok=True)
     CHECKED_STAMP.touch()

@@ -390,9 +390,9 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3,
                         help="time each fit as the best of N runs (default 3)")
     parser.add_argument("--min-time", type=float, default=None,
-                        help="keep repeating (at most %d runs) until each learner "
+                        help=f"keep repeating (at most {MAX_RUNS} runs) until each learner "
                         "has run this many seconds in total; 0: exactly --repeat "
-                        "runs (default 0.5, 0.2 with --quick)" % MAX_RUNS)
+                        "runs (default 0.5, 0.2 with --quick)")
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR),
                         help="directory of the LIBSVM .svm.gz files "
                         "(default: ../shared/data next to the repository)")

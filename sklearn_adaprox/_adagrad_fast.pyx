@@ -73,6 +73,15 @@ def set_avx(bint enabled):
     HAVE_AVX = enabled and avx_available()
     return previous
 
+
+cdef extern from "_simd.h":
+    const char* SIMD_PATHS_C "SKLEARN_ADAPROX_SIMD_PATHS"
+
+# The SIMD paths compiled into this build: "sse2+avx", "sse2", "avx" or
+# "scalar" (the plain C fallbacks: non-x86 targets, or a build with
+# SKLEARN_ADAPROX_NO_SIMD=1 set).  Build information for tests and CI.
+SIMD_PATHS = SIMD_PATHS_C.decode("ascii")
+
 # Codes of the ``update`` parameter inside the kernel.
 cdef enum:
     DUAL_AVERAGING = 0

@@ -496,7 +496,6 @@ cdef class Huber(Loss):
         return f"Huber(epsilon={self.epsilon!r})"
 
 
-
 # --- multinomial: class scores p_0..p_{K-1}, y a class index ----------------
 
 cdef class MultinomialLoss:

@@ -157,7 +157,7 @@ cdef void group_l2_prox(const double* v, const double* D, Py_ssize_t n,
     cdef double norm2 = 0.0, norm, d_min = 0.0, d_max = 0.0
     cdef double lo, hi, theta, new_theta, phi, slope, e, r
     cdef bint first = True
-    cdef int it
+    cdef int _it
     for i in range(n):
         if D[i] > 0.0 and v[i] != 0.0:
             norm2 += v[i] * v[i]
@@ -192,7 +192,7 @@ cdef void group_l2_prox(const double* v, const double* D, Py_ssize_t n,
         # the left end of the bracket climbs monotonically to the root and
         # never overshoots (in exact arithmetic); it stops when a step no
         # longer moves theta, i.e. at the root to round-off.
-        for it in range(GROUP_NEWTON_MAX_ITER):
+        for _it in range(GROUP_NEWTON_MAX_ITER):
             phi = 0.0
             slope = 0.0  # -phi'(theta) / 2
             for i in range(n):

@@ -318,7 +318,6 @@ def run_epoch(RDAProblem problem,
     cdef const int8_t* tgt = NULL
     cdef int64_t* hit = NULL
     cdef int64_t mismatch = 0, target_size = 0
-    cdef int8_t old_sign
 
     cdef const floating* data = NULL
     cdef const index_t* indices = NULL

@@ -11,6 +11,13 @@
  * are visited in shuffled order, which the hardware prefetcher cannot guess,
  * and each row is read once per pass, so it should not push the model's own
  * arrays out of the outer caches.  A hint only: it changes no result.
+ *
+ * SKLEARN_ADAPROX_NO_SIMD (defined by setup.py when the environment
+ * variable of that name is set at build time) compiles the plain fallbacks
+ * only, as on targets other than x86, so that CI tests them on any machine.
+ * SKLEARN_ADAPROX_SIMD_PATHS names the paths compiled in: "sse2+avx",
+ * "sse2", "avx" or "scalar" (_adagrad_fast.SIMD_PATHS in Python; whether
+ * the AVX loops run also depends on the CPU, see avx_available).
  */
 #ifndef SKLEARN_ADAPROX_SIMD_H
 #define SKLEARN_ADAPROX_SIMD_H
@@ -18,7 +25,9 @@
 #include <math.h>
 #include <stddef.h>
 
-#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#if !defined(SKLEARN_ADAPROX_NO_SIMD) && \
+    (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
+#define SKLEARN_ADAPROX_HAVE_SSE2 1
 #include <emmintrin.h>
 
 static inline void div_pair(double a0, double a1, double b0, double b1,
@@ -82,7 +91,9 @@ static inline void sqrt_pair(double a0, double a1, double *r0, double *r1)
  * results are bit-identical to the SSE2 and scalar paths.  Built only with
  * GCC or Clang on x86, which compile a function for AVX inside a baseline
  * build and tell at run time whether the CPU and the OS support it. */
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#if !defined(SKLEARN_ADAPROX_NO_SIMD) && \
+    (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define SKLEARN_ADAPROX_HAVE_AVX 1
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -179,6 +190,16 @@ static inline void root_update_avx(double *acc, const int32_t *idx, const double
 {
     (void)acc; (void)idx; (void)x; (void)nnz; (void)d;
 }
+#endif
+
+#if defined(SKLEARN_ADAPROX_HAVE_SSE2) && defined(SKLEARN_ADAPROX_HAVE_AVX)
+#define SKLEARN_ADAPROX_SIMD_PATHS "sse2+avx"
+#elif defined(SKLEARN_ADAPROX_HAVE_SSE2)
+#define SKLEARN_ADAPROX_SIMD_PATHS "sse2"
+#elif defined(SKLEARN_ADAPROX_HAVE_AVX)
+#define SKLEARN_ADAPROX_SIMD_PATHS "avx"
+#else
+#define SKLEARN_ADAPROX_SIMD_PATHS "scalar"
 #endif
 
 #endif

@@ -1,5 +1,7 @@
 """AdaGradClassifier against its NumPy transcription, and its own promises."""
 import itertools
+import os
+import platform
 import re
 
 import numpy as np
@@ -10,7 +12,7 @@ from sklearn.base import clone
 from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import accuracy_score
 
-from reference import adagrad_reference, ftrl_proximal_mcmahan
+from reference.adagrad import adagrad_reference, ftrl_proximal_mcmahan
 from sklearn_adaprox import AdaGradClassifier, _adagrad_fast
 from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
 
@@ -231,6 +233,26 @@ def test_avx_and_sse2_dual_averaging_loops_agree_bit_for_bit(loss, container):
     assert_array_equal(avx.coef_, sse2.coef_)
     assert_array_equal(avx.sum_sq_gradient_, sse2.sum_sq_gradient_)
     assert avx.loss_curve_ == sse2.loss_curve_
+
+
+def test_simd_paths_of_the_build():
+    """_adagrad_fast.SIMD_PATHS names the paths compiled in (setup.py,
+    _simd.h): only the scalar fallbacks in a build made with
+    SKLEARN_ADAPROX_NO_SIMD=1 (set in the environment of the tests too, as
+    CI does), SSE2 on every other x86-64 build; without AVX compiled in,
+    the AVX loops cannot be chosen."""
+    paths = _adagrad_fast.SIMD_PATHS
+    assert paths in ("sse2+avx", "sse2", "avx", "scalar")
+    if os.environ.get("SKLEARN_ADAPROX_NO_SIMD", "0") not in ("", "0"):
+        assert paths == "scalar"
+    elif platform.machine().lower() in ("x86_64", "amd64"):
+        assert "sse2" in paths
+    previous = _adagrad_fast.set_avx(True)
+    try:
+        if "avx" not in paths:
+            assert not _adagrad_fast.set_avx(True)
+    finally:
+        _adagrad_fast.set_avx(previous)
 
 
 @pytest.mark.parametrize("update", UPDATES)

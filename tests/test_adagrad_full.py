@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from reference_full_matrix import full_matrix_adagrad_reference, psd_sqrt
+from reference.full_matrix import full_matrix_adagrad_reference, psd_sqrt
 from sklearn_adaprox._adagrad_fast import AdaGradProblem, run_epoch
 from sklearn_adaprox._adagrad_full_fast import (
     FULL_MATRIX_MAX_FEATURES,

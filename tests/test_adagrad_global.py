@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
-from reference_prox import adagrad_global_reference
+from reference.prox import adagrad_global_reference
 from sklearn_adaprox._adagrad_fast import AdaGradProblem, run_epoch, run_epoch_global
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox._loss import make_loss

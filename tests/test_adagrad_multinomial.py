@@ -10,7 +10,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import softmax
 from sklearn.datasets import load_digits
 
-from reference_multinomial import (
+from reference.multinomial import (
     multinomial_adagrad_reference,
     multinomial_loss_gradient,
 )

@@ -1,5 +1,5 @@
 """ImplicitFTRLRegressor / ImplicitFTRLClassifier against their NumPy
-transcription (tests/reference_implicit_ftrl.py), and their own promises."""
+transcription (tests/reference/implicit_ftrl.py), and their own promises."""
 import itertools
 import pickle
 from pathlib import Path
@@ -14,11 +14,8 @@ from sklearn.linear_model import Ridge
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from reference_implicit_ftrl import (
-    gradient_bound_reference,
-    implicit_ftrl_reference,
-    loss_derivative,
-)
+from reference import losses
+from reference.implicit_ftrl import gradient_bound_reference, implicit_ftrl_reference
 from sklearn_adaprox import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 from sklearn_adaprox._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
 from sklearn_adaprox._loss import make_loss
@@ -197,8 +194,8 @@ def test_proximal_step_satisfies_its_optimality_condition(loss):
         scale = max(1.0, np.abs(x).max(), np.abs(w).max())
         q = x @ s
         tau = 1e-12 * max(1.0, np.abs(x * s).sum())
-        lo = loss_derivative(loss, y, q - tau, eps)   # subdifferential at q,
-        hi = loss_derivative(loss, y, q + tau, eps)   # widened by round-off
+        lo = losses.derivative(loss, y, q - tau, epsilon=eps)  # subdifferential at q,
+        hi = losses.derivative(loss, y, q + tau, epsilon=eps)  # widened by round-off
         slope = -((x - w) @ s) / (s @ s) * lam / h
         best = min(max(slope, lo), hi)
         residual = x - w + (h / lam) * best * s

@@ -1,15 +1,17 @@
 """Behaviour of the shared loss layer (sklearn_adaprox._loss).
 
-Every expectation comes from the analytic formulas written below in NumPy or
-from the definition of the implicit (proximal) step, never from numbers
-computed with the module itself.
+Every expectation comes from the analytic formulas written in NumPy
+(tests/reference/losses.py) or from the definition of the implicit (proximal)
+step, never from numbers computed with the module itself.
 """
+import functools
 import pickle
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
+from reference import losses
 from sklearn_adaprox._loss import (
     LOSSES,
     AbsoluteLoss,
@@ -26,77 +28,23 @@ from sklearn_adaprox._loss import (
 
 
 # --- analytic reference: value, derivative in p, second derivative ----------
-# Written with NumPy ufuncs so that they also run in long double.
+# The NumPy transcription of the losses that the references of the other
+# tests use too (tests/reference/losses.py).
+
+_NAMES = {cls: name for name, cls in LOSSES.items()}
+
 
 def _ref(loss):
     """(value, derivative, second derivative, kinks of l, kinks of l')."""
-    if isinstance(loss, Hinge):
-        t = loss.threshold
-        return (lambda y, p: np.maximum(0, t - y * p),
-                lambda y, p: np.where(y * p < t, -y, 0 * y),
-                None,
-                lambda y: [t * y],
-                None)
-    if isinstance(loss, SquaredHinge):
-        t = loss.threshold
-        return (lambda y, p: np.maximum(0, t - y * p) ** 2,
-                lambda y, p: -2 * y * np.maximum(0, t - y * p),
-                lambda y, p: np.where(y * p < t, 2 + 0 * y, 0 * y),
-                lambda y: [],
-                lambda y: [t * y])
-    if isinstance(loss, Log):
-        return (lambda y, p: np.logaddexp(0, -y * p),
-                lambda y, p: -y * np.exp(-np.logaddexp(0, y * p)),
-                lambda y, p: np.exp(-np.logaddexp(0, y * p)
-                                    - np.logaddexp(0, -y * p)),
-                lambda y: [],
-                lambda y: [])
-    if isinstance(loss, ModifiedHuber):
-        def value(y, p):
-            z = y * p
-            return np.where(z >= -1, np.maximum(0, 1 - z) ** 2, -4 * z)
-
-        def deriv(y, p):
-            z = y * p
-            return np.where(z >= 1, 0 * y,
-                            np.where(z >= -1, -2 * y * (1 - z), -4 * y))
-
-        def second(y, p):
-            z = y * p
-            return np.where((z >= -1) & (z < 1), 2 + 0 * y, 0 * y)
-        return value, deriv, second, (lambda y: []), (lambda y: [y, -y])
-    if isinstance(loss, SquaredLoss):
-        return (lambda y, p: 0.5 * (p - y) ** 2,
-                lambda y, p: p - y,
-                lambda y, p: 1 + 0 * (p - y),
-                lambda y: [],
-                lambda y: [])
-    if isinstance(loss, AbsoluteLoss):
-        return (lambda y, p: np.abs(p - y),
-                lambda y, p: np.sign(p - y),
-                None,
-                lambda y: [y],
-                None)
-    if isinstance(loss, EpsilonInsensitive):
-        e = loss.epsilon
-        return (lambda y, p: np.maximum(0, np.abs(p - y) - e),
-                lambda y, p: np.where(np.abs(p - y) > e, np.sign(p - y),
-                                      0 * y),
-                None,
-                lambda y: [y - e, y + e],
-                None)
-    if isinstance(loss, Huber):
-        e = loss.epsilon
-
-        def value(y, p):
-            r = np.abs(p - y)
-            return np.where(r <= e, 0.5 * r ** 2, e * r - 0.5 * e ** 2)
-        return (value,
-                lambda y, p: np.clip(p - y, -e, e),
-                lambda y, p: np.where(np.abs(p - y) <= e, 1 + 0 * y, 0 * y),
-                lambda y: [],
-                lambda y: [y - e, y + e])
-    raise AssertionError(loss)
+    name = _NAMES[type(loss)]
+    params = {key: getattr(loss, key) for key in ("threshold", "epsilon")
+              if hasattr(loss, key)}
+    smooth = name not in losses.NONSMOOTH
+    return (functools.partial(losses.value, name, **params),
+            functools.partial(losses.derivative, name, **params),
+            functools.partial(losses.second_derivative, name, **params) if smooth else None,
+            functools.partial(losses.kinks, name, **params),
+            functools.partial(losses.derivative_kinks, name, **params) if smooth else None)
 
 
 CLASSIFICATION = (Hinge, SquaredHinge, Log, ModifiedHuber)

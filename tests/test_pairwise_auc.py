@@ -13,7 +13,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.preprocessing import MinMaxScaler
 
-from reference_pairwise_auc import pairwise_auc_reference
+from reference.pairwise_auc import pairwise_auc_reference
 from sklearn_adaprox import PairwiseAUCClassifier
 from sklearn_adaprox._pairwise_auc_fast import momentum_window
 from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf

@@ -1,7 +1,7 @@
 """The exact diagonal-metric solvers of ``sklearn_adaprox._prox``.
 
 Each solver is checked against its optimality (KKT) conditions, against the
-independent NumPy solvers of ``reference_prox`` (other algorithms: bisection
+independent NumPy solvers of ``reference.prox`` (other algorithms: bisection
 on the threshold, brentq for the root, the dual route for l-infinity) and
 against random feasible perturbations of its answer.
 """
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-import reference_prox as ref
+from reference import prox as ref
 from sklearn_adaprox._prox import (
     py_group_l2_prox,
     py_l1_ball_solve,

@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from reference_rda import (objective, optimality, rda_reference, sign_pattern,
+from reference.rda import (objective, optimality, rda_reference, sign_pattern,
                            violation)
 from sklearn_adaprox import RDAPlusClassifier
 from sklearn_adaprox._loss import Log

@@ -11,7 +11,8 @@ only; labels in {-1, +1}.
 """
 import numpy as np
 
-from reference import loss_derivative, loss_value
+from .losses import derivative as loss_derivative
+from .losses import value as loss_value
 
 EPS = np.finfo(np.float64).eps
 

@@ -13,7 +13,8 @@ without the simplifications the Cython code uses.  A coordinate with
 import numpy as np
 from scipy.optimize import brentq
 
-from reference import loss_derivative, loss_value
+from .losses import derivative as loss_derivative
+from .losses import value as loss_value
 
 
 def _bisect_decreasing(f, lo, hi):

@@ -11,41 +11,8 @@ bracketing the scalar optimality condition with scipy's brentq.
 """
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import expit
 
-
-def loss_value(loss, y, p, epsilon=None):
-    if loss == "hinge":
-        return max(0.0, 1.0 - y * p)
-    if loss == "log_loss":
-        return float(np.logaddexp(0.0, -y * p))
-    r = p - y
-    if loss == "squared_error":
-        return 0.5 * r * r
-    if loss == "absolute_error":
-        return abs(r)
-    if loss == "epsilon_insensitive":
-        return max(0.0, abs(r) - epsilon)
-    if loss == "huber":
-        return 0.5 * r * r if abs(r) <= epsilon else epsilon * abs(r) - 0.5 * epsilon**2
-    raise ValueError(loss)
-
-
-def loss_derivative(loss, y, p, epsilon=None):
-    """d l / d p (the subgradient the kernels use at kinks)."""
-    if loss == "hinge":
-        return -y if y * p < 1.0 else 0.0
-    if loss == "log_loss":
-        return -y * expit(-y * p)
-    r = p - y
-    if loss == "squared_error":
-        return r
-    if loss in ("absolute_error", "epsilon_insensitive"):
-        e = 0.0 if loss == "absolute_error" else epsilon
-        return 1.0 if r > e else (-1.0 if r < -e else 0.0)
-    if loss == "huber":
-        return float(np.clip(r, -epsilon, epsilon))
-    raise ValueError(loss)
+from . import losses
 
 
 def prox_scalar(loss, y, p, sq, eta, epsilon=None):
@@ -67,11 +34,11 @@ def prox_scalar(loss, y, p, sq, eta, epsilon=None):
         return -np.sign(p - y) * eta * epsilon
     if loss == "log_loss":
         # c + eta l'(y, p + c sq) = 0 is increasing in c; root between 0 and c0
-        c0 = -eta * loss_derivative(loss, y, p)
+        c0 = -eta * losses.derivative(loss, y, p)
         if c0 == 0.0:
             return 0.0
         lo, hi = min(0.0, c0), max(0.0, c0)
-        return brentq(lambda c: c + eta * loss_derivative(loss, y, p + c * sq),
+        return brentq(lambda c: c + eta * losses.derivative(loss, y, p + c * sq),
                       lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
     raise ValueError(loss)
 
@@ -95,10 +62,10 @@ def implicit_ftrl_reference(X, y, sample_weight, *, loss, update, beta, G,
     t = 0
 
     def ell(h, yi, w, s):
-        return h * loss_value(loss, yi, w @ s, epsilon)
+        return h * losses.value(loss, yi, w @ s, epsilon=epsilon)
 
     def grad(h, yi, w, s):
-        return h * loss_derivative(loss, yi, w @ s, epsilon) * s
+        return h * losses.derivative(loss, yi, w @ s, epsilon=epsilon) * s
 
     for i in range(n):
         h = sample_weight[i]

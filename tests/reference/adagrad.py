@@ -7,35 +7,8 @@ them on small data.  Dense input only; labels in {-1, +1}.
 import numpy as np
 from scipy.special import expit
 
-
-# ----------------------------------------------------------------------
-# losses of the margin p for y in {-1, +1}: value and derivative d/dp
-def loss_value(loss, y, p):
-    z = y * p
-    if loss == "hinge":
-        return max(0.0, 1.0 - z)
-    if loss == "log_loss":
-        return np.logaddexp(0.0, -z)
-    if loss == "squared_hinge":
-        return max(0.0, 1.0 - z) ** 2
-    if loss == "modified_huber":
-        return -4.0 * z if z < -1 else max(0.0, 1.0 - z) ** 2
-    raise ValueError(loss)
-
-
-def loss_derivative(loss, y, p):
-    z = y * p
-    if loss == "hinge":
-        return -y if z < 1 else 0.0
-    if loss == "log_loss":
-        return -y * expit(-z)
-    if loss == "squared_hinge":
-        return -2.0 * y * max(0.0, 1.0 - z)
-    if loss == "modified_huber":
-        if z >= 1:
-            return 0.0
-        return -2.0 * y * (1.0 - z) if z >= -1 else -4.0 * y
-    raise ValueError(loss)
+from .losses import derivative as loss_derivative
+from .losses import value as loss_value
 
 
 # ----------------------------------------------------------------------

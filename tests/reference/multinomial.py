@@ -6,13 +6,13 @@ rows).
 Eager: every row of W takes every step, including rows whose feature is
 absent from the sample, so the lazy kernel can be checked against it.  The
 row problems are solved by the independent NumPy solvers of
-``reference_prox``.  Dense input; y holds class indices.
+``reference.prox``.  Dense input; y holds class indices.
 """
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-import reference_prox
-from reference import dual_averaging_weights, ftrl_proximal_weights, proximal_root
+from . import prox as reference_prox
+from .adagrad import dual_averaging_weights, ftrl_proximal_weights, proximal_root
 
 
 def multinomial_loss_gradient(loss, p, y):
