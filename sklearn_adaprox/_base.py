@@ -243,10 +243,8 @@ class BaseOnlineLinearModel(BaseEstimator):
         return cached[1]
 
     def _coef_at(self, columns):
-        """``coef_[..., columns]`` without materialising the rest where the
-        model computes its weights; None where coef_ is an array anyway."""
-        if not self._coef_is_computed():
-            return None
+        """``coef_[..., columns]`` of a model that computes its weights,
+        without materialising the rest (unless they already are)."""
         cached = _COEF_CACHE.get(self)
         if cached is not None and cached[0] == self._state_version:
             return cached[1][feature_columns(cached[1], columns)]
@@ -260,13 +258,12 @@ class BaseOnlineLinearModel(BaseEstimator):
         from the state.  With fewer non-zeros than weights, only the weights
         of X's own columns are computed: the same products in the same order
         as with the whole coef_, so the same scores, bit for bit."""
-        weights = None
         if 2 * X.nnz < X.shape[1]:
             columns = touched_columns(X.indices, X.shape[1])
             weights = self._coef_at(columns)
             X = sp.csr_matrix((X.data, np.searchsorted(columns, X.indices), X.indptr),
                               shape=(X.shape[0], columns.shape[0]))
-        if weights is None:
+        else:
             weights = self.coef_
         return safe_sparse_dot(X, weights.T, dense_output=True)
 
@@ -465,18 +462,23 @@ class BaseOnlineLinearModel(BaseEstimator):
         return tags
 
 
+def _locate_labels(y, classes):
+    """``(index, known)``: where every label of y would be in the sorted
+    ``classes`` and whether it is there.  One binary search per label: a
+    set difference sorts the whole label vector, which costs as much
+    again.  Labels of a type that does not order with the classes' (mixed
+    objects) are compared by equality only (index None)."""
+    try:
+        index = np.searchsorted(classes, y)
+        return index, classes[np.minimum(index, classes.shape[0] - 1)] == y
+    except TypeError:
+        return None, np.isin(y, classes)
+
+
 def _class_index(y, classes):
     """Index of every label of y in the sorted ``classes``; ValueError naming
-    the labels that are not there.  One binary search per label: a set
-    difference sorts the whole label vector, which costs as much again."""
-    try:
-        y_index = np.searchsorted(classes, y)
-        known = classes[np.minimum(y_index, classes.shape[0] - 1)] == y
-    except TypeError:
-        # labels of a type that does not order with the classes' (mixed
-        # objects): only equality can tell, and some of them are unknown
-        known = np.isin(y, classes)
-        y_index = None
+    the labels that are not there."""
+    y_index, known = _locate_labels(y, classes)
     if not np.all(known):
         unknown = np.unique(y[~known])
         raise ValueError(
@@ -669,11 +671,7 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
             return None
         if y.dtype.kind == "f" and not np.isfinite(y).all():
             return None
-        try:
-            index = np.searchsorted(self.classes_, y)
-            known = self.classes_[np.minimum(index, self.classes_.shape[0] - 1)] == y
-        except TypeError:  # labels that do not order with the classes
-            return None
+        _, known = _locate_labels(y, self.classes_)
         if not np.all(known):
             return None  # not all classes: the general path says what is wrong
         return X, y

@@ -533,19 +533,22 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     def _coef_is_computed(self):
         return "accumulators_" in self.__dict__
 
+    def _weight_reader(self, k):
+        """Problem k as it stood after the last call, to read its weights
+        (the intercept is not read through it)."""
+        return self._problem(k, self._rule, intercept=0.0, intercept_sum_grad=0.0,
+                             intercept_sum_sq_grad=0.0)
+
     def _compute_coef(self):
-        n_problems, n_features = self.accumulators_.shape[:2]
-        coef = np.empty((n_problems, n_features))
-        for k in range(n_problems):
-            self._problem(k, self._rule, intercept=0.0, intercept_sum_grad=0.0,
-                          intercept_sum_sq_grad=0.0).coef_into(coef[k])
+        coef = np.empty(self.accumulators_.shape[:2])
+        for k in range(coef.shape[0]):
+            self._weight_reader(k).coef_into(coef[k])
         return coef
 
     def _compute_coef_at(self, columns):
         out = np.empty((self.accumulators_.shape[0], columns.shape[0]))
         for k in range(out.shape[0]):
-            self._problem(k, self._rule, intercept=0.0, intercept_sum_grad=0.0,
-                          intercept_sum_sq_grad=0.0).coef_at(columns, out[k])
+            self._weight_reader(k).coef_at(columns, out[k])
         return out
 
     def _in_place_arrays(self):
@@ -579,12 +582,10 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
                     [state.pop("sum_gradient_"), np.sqrt(state.pop("sum_sq_gradient_"))],
                     axis=-1)
                 if rule["update"] == "mirror_descent":
-                    self.md_weights_ = np.array(coef)
-                    self.md_steps_ = np.full(coef.shape, self.t_, dtype=np.int64)
+                    self._start_mirror_descent(coef)
             elif (rule["update"] == "mirror_descent") != ("md_weights_" in state):
-                if rule["update"] == "mirror_descent":  # weights of the old rule
-                    self.md_weights_ = np.array(self._computed_coef())
-                    self.md_steps_ = np.full(self.md_weights_.shape, self.t_, dtype=np.int64)
+                if rule["update"] == "mirror_descent":
+                    self._start_mirror_descent(self._computed_coef())  # the old rule's
                 else:
                     del state["md_weights_"], state["md_steps_"]
             self._rule = rule  # this call's weights follow the current options
@@ -596,6 +597,11 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             self.coef_ = coef
             self.sum_gradient_ = acc[..., 0].copy()
             self.sum_sq_gradient_ = acc[..., 1] * acc[..., 1]
+
+    def _start_mirror_descent(self, coef):
+        """Mirror descent's own state from the weights of step t_."""
+        self.md_weights_ = np.array(coef)
+        self.md_steps_ = np.full(coef.shape, self.t_, dtype=np.int64)
 
     def _init_state(self, n_problems, n_features):
         for name in ("accumulators_", "md_weights_", "md_steps_", "coef_",
