@@ -26,6 +26,7 @@ exception the estimator is exactly what it was before the call.
 """
 import copy
 import os
+import random
 import time
 import warnings
 import weakref
@@ -56,6 +57,17 @@ from ._dataset import (
 # coef_ changes nothing of it (its pickle, its attribute dict), and gone with
 # it.
 _COEF_CACHE = weakref.WeakKeyDictionary()
+
+
+# A random 64-bit name per state, not a count: a count restarts with every
+# new fit (and in every process a model is loaded into), so a new state
+# could take the name of an older one that is still cached.
+_STATE_NAMES = random.Random()
+
+
+def new_state_version():
+    """A fresh name for a fitted state (see _COEF_CACHE)."""
+    return _STATE_NAMES.getrandbits(64)
 
 
 def feature_columns(array, columns):
@@ -309,12 +321,12 @@ class BaseOnlineLinearModel(BaseEstimator):
         """Fresh fitted state on a first call; otherwise this call's own
         copy of the fitted state, or the saved columns of the arrays updated
         in place (see ``_transaction``; X names the columns).  A fresh loss
-        curve per fit.  ``_state_version`` counts the changes of the state
-        (what a cache of a function of it compares)."""
+        curve per fit.  ``_state_version`` names the state (what a cache of
+        a function of it compares) and is renewed at every change."""
         if first_call:
             self.t_ = 0
             self.loss_curve_ = []
-            self._state_version = 0
+            self._state_version = new_state_version()
             self._init_state(n_problems, n_features)
         else:
             self._prepare_continuing_state()
@@ -420,7 +432,7 @@ class BaseOnlineLinearModel(BaseEstimator):
             )
             self.t_ += n_steps
             self.n_iter_ += 1
-            self._state_version = self.__dict__.get("_state_version", 0) + 1
+            self._state_version = new_state_version()
             self._check_finite_state(
                 "this partial_fit call" if partial else f"epoch {self.n_iter_}")
             total_weight = results[0][1]
@@ -437,13 +449,18 @@ class BaseOnlineLinearModel(BaseEstimator):
                 )
             if partial or self.tol is None or total_weight == 0:
                 continue
-            # a NaN loss (nothing to measure, e.g. no pair of opposite
-            # labels) counts as no improvement
-            if not epoch_loss <= best_loss - self.tol:
+            # tol applies to the loss per binary problem (the curve sums
+            # them): one-vs-rest over K classes then stops as each of its
+            # problems alone would, as scikit-learn's one-vs-rest SGD does,
+            # instead of waiting until the sum of K losses moves less than
+            # tol.  A NaN loss (nothing to measure, e.g. no pair of opposite
+            # labels) counts as no improvement.
+            problem_loss = epoch_loss / n_problems
+            if not problem_loss <= best_loss - self.tol:
                 n_no_improvement += 1
             else:
                 n_no_improvement = 0
-            best_loss = min(best_loss, epoch_loss)
+            best_loss = min(best_loss, problem_loss)
             if n_no_improvement >= self.n_iter_no_change:
                 break
         else:

@@ -358,3 +358,46 @@ def as_row_arrays(X):
     indices = np.arange(n_features, dtype=index_dtype)
     indptr = np.zeros(1, dtype=index_dtype)  # unused for dense rows
     return data, indices, indptr, True, n_features
+
+
+def row_moments(const floating[::1] X_data,
+                const index_t[::1] X_indices,
+                const index_t[::1] X_indptr,
+                bint is_dense,
+                Py_ssize_t n_features,
+                bint fit_intercept,
+                const double[::1] y,
+                const double[::1] sample_weight):
+    """``(sum h_i ||s_i||^2, sum h_i y_i^2, sum h_i)`` over the rows, ``s_i``
+    the row plus the constant 1 of the intercept (with ``fit_intercept``)
+    and ``h_i`` its sample weight: the scales of the rows and of the target
+    that the data-aware defaults (``"auto"`` step sizes) are computed from.
+    Summed in double in the order of the row's non-zeros, so that dense and
+    sparse copies of the same values, float32 or float64, give the same
+    sums.  No copy of X, O(nnz)."""
+    cdef const floating* data = NULL
+    cdef const index_t* indices = NULL
+    cdef const index_t* indptr = &X_indptr[0]
+    cdef const floating* row_data
+    cdef const index_t* row_indices
+    cdef Py_ssize_t i, k, nnz
+    cdef double v, sq, h, sum_sq_norm = 0.0, sum_sq_target = 0.0, sum_weight = 0.0
+    cdef const int64_t[::1] no_rows = np.zeros(0, dtype=np.int64)
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     n_features, y.shape[0], sample_weight, no_rows)
+    data_pointers(X_data, X_indices, &data, &indices)
+    with nogil:
+        for i in range(y.shape[0]):
+            h = sample_weight[i]
+            if h == 0.0:
+                continue
+            nnz = get_row(data, indices, indptr, is_dense, n_features, i,
+                          &row_data, &row_indices)
+            sq = 1.0 if fit_intercept else 0.0
+            for k in range(nnz):
+                v = row_data[k]
+                sq += v * v
+            sum_sq_norm += h * sq
+            sum_sq_target += h * y[i] * y[i]
+            sum_weight += h
+    return sum_sq_norm, sum_sq_target, sum_weight

@@ -7,10 +7,18 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseOnlineLinearClassifier, BaseOnlineLinearRegressor
+from ._dataset import row_moments
 from ._implicit_ftrl_fast import ImplicitFTRLProblem, gradient_bound, run_epoch
 from ._loss import make_loss
 
 UPDATES = ("linear", "truncated", "twostep", "proximal")
+
+# beta="auto" is AUTO_BETA_SCALE * (target scale) / (row scale); see
+# _auto_beta.  Chosen on the data sets of benchmarks/bench_defaults.py: for
+# classifiers the best beta times the row scale lies between about 3 and 30
+# on text and tables alike; for regressors (target scale: the root mean
+# square of y) between about 0.3 and 3.
+AUTO_BETA_SCALE = {"classifier": 10.0, "regressor": 1.0}
 
 
 def _lipschitz(loss, epsilon):
@@ -27,12 +35,14 @@ class _ImplicitFTRLMixin:
 
     _ftrl_constraints = {
         "update": [StrOptions(set(UPDATES))],
-        "beta": [Interval(Real, 0, None, closed="neither")],
+        "beta": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "G": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     # NaN until the first call with a non-zero weight fixes G (see Notes)
-    _nan_allowed_state = ("G_", "lambda_")
+    _nan_allowed_state = ("G_", "lambda_", "beta_")
+    # fitted values that the first call resolves from its data
+    _resolved_params = ("beta_", "G_")
 
     def _make_loss(self):
         return make_loss(self.loss, epsilon=getattr(self, "epsilon", None))
@@ -73,6 +83,7 @@ class _ImplicitFTRLMixin:
         # lambda_ and G_ stay NaN until the first call with a non-zero weight
         # fixes G (see Notes), before the first step uses it.
         self.G_ = np.full(n_problems, np.nan)
+        self.beta_ = np.full(n_problems, np.nan)
         self.lambda_ = np.full(n_problems, np.nan)
         self.gamma_ = np.zeros(n_problems, dtype=np.float64)
         self.sq_norm_theta_ = np.zeros(n_problems, dtype=np.float64)
@@ -80,13 +91,34 @@ class _ImplicitFTRLMixin:
         self.cumulative_weight_ = np.zeros(n_problems, dtype=np.float64)
         self.average_loss_ = np.nan
 
-    def _estimate_G(self, rows, y, sample_weight):
+    def _auto_beta(self, rows, y, sample_weight):
+        """``beta="auto"``: ``c * target scale / row scale`` (c = 10 for a
+        classifier, 1 for a regressor), the scales the weighted root mean
+        squares of the target (1 for a classifier: its margins are +-1) and
+        of the row norms ``||s_i||`` (the intercept's
+        constant 1 included).  Multiplying X by ``c`` (and a regression
+        target by ``d``) then multiplies the weights by ``d / c``: lambda
+        scales as the curvature of the loss in w, as a ridge penalty must
+        for the same model."""
+        sum_sq_norm, sum_sq_target, sum_weight = row_moments(
+            *rows, self.fit_intercept, y, sample_weight)
+        row_scale = np.sqrt(sum_sq_norm / sum_weight)
+        target_scale = 1.0
+        factor = AUTO_BETA_SCALE["classifier"]
+        if isinstance(self, BaseOnlineLinearRegressor):
+            target_scale = np.sqrt(sum_sq_target / sum_weight)
+            factor = AUTO_BETA_SCALE["regressor"]
+        if not (row_scale > 0 and target_scale > 0):
+            return factor  # only zero rows or zero targets
+        return float(factor * target_scale / row_scale)
+
+    def _estimate_G(self, rows, y, sample_weight, beta):
         X_data, X_indices, X_indptr, is_dense, n_features = rows
         lipschitz = _lipschitz(self.loss, getattr(self, "epsilon", None))
         G = gradient_bound(
             X_data, X_indices, X_indptr, is_dense, n_features, self.fit_intercept,
             y, sample_weight, 1.0 if lipschitz is None else lipschitz,
-            lipschitz is None, float(self.beta),
+            lipschitz is None, beta,
         )
         return G if G > 0 else 1.0
 
@@ -94,18 +126,21 @@ class _ImplicitFTRLMixin:
         if np.isnan(self.lambda_[k]):
             if not np.any(sample_weight):
                 return 0.0, 0.0  # nothing to learn from, G not fixed yet
-            G = self._estimate_G(rows, y, sample_weight) if self.G is None else self.G
-            lambda_1 = G / self.beta
+            beta = (self._auto_beta(rows, y, sample_weight) if isinstance(self.beta, str)
+                    else float(self.beta))
+            G = self._estimate_G(rows, y, sample_weight, beta) if self.G is None else self.G
+            lambda_1 = G / beta
             if not 0.0 < lambda_1 < np.inf:
                 raise ValueError(
-                    f"lambda_1 = G / beta = {G!r} / {self.beta!r} is not a positive "
+                    f"lambda_1 = G / beta = {G!r} / {beta!r} is not a positive "
                     "finite number; choose G and beta of reasonable sizes."
                 )
+            self.beta_[k] = beta
             self.G_[k] = G
             self.lambda_[k] = lambda_1
         theta = self.theta_ if self.theta_.ndim == 1 else self.theta_[k]
         problem = ImplicitFTRLProblem(
-            loss=self._make_loss(), update=self.update, beta=float(self.beta),
+            loss=self._make_loss(), update=self.update, beta=self.beta_[k],
             fit_intercept=bool(self.fit_intercept), theta=theta,
             theta_intercept=self.intercept_theta_[k], lam=self.lambda_[k],
             gamma=self.gamma_[k], sq_norm_theta=self.sq_norm_theta_[k], t=self.t_)
@@ -175,11 +210,20 @@ _DOC_UPDATE = r"""
 _DOC_PARAMS = """
     update : {"proximal", "truncated", "twostep", "linear"}, default="proximal"
         The choice of z_t (see above).
-    beta : float, default=1.0
+    beta : float or "auto", default="auto"
         The one hyper-parameter: lambda_1 = G / beta and lambda grows by
         gamma / beta^2.  Large beta means long steps; the implicit updates
         ("proximal", "truncated") tolerate a beta that is far too large,
-        "linear" does not.
+        "linear" does not.  "auto" (the default) resolves it from the first
+        call with a non-zero weight, like ``G``, as
+        ``c * target scale / row scale``: the weighted root mean square of
+        the row norms ``||s_i||`` (intercept included) and, for a regressor,
+        of the target (1 for a classifier); c = 10 for a classifier (text
+        with rows of norm 1: beta = 7) and 1 for a regressor.  The model is
+        then the same up to scale when X or y are rescaled (the SGD
+        estimators' defaults are not), and one value serves text and
+        standardised tables.  The value in use is ``beta_``, fixed for the
+        life of the model.
     G : float or None, default=None
         Bound on the gradient norms ||g_t||.  None: estimated once, from the
         first call to ``fit`` / ``partial_fit`` that has a row of non-zero
@@ -205,9 +249,11 @@ _DOC_PARAMS_TAIL = """    fit_intercept : bool, default=True
         Maximum number of passes over the data in ``fit``; ``partial_fit``
         makes one pass over its chunk.
     tol : float or None, default=1e-3
-        ``fit`` stops when the progressive loss of an epoch has not dropped
-        below the best so far minus ``tol`` for ``n_iter_no_change``
-        consecutive epochs.  None: run ``max_iter`` epochs.
+        ``fit`` stops when the progressive loss of an epoch, per binary
+        problem (the one-vs-rest problems' sum divided by their number), has
+        not dropped below the best so far minus ``tol`` for
+        ``n_iter_no_change`` consecutive epochs.  None: run ``max_iter``
+        epochs.
     n_iter_no_change : int, default=5
         See ``tol``.
     shuffle : bool, default=True
@@ -231,6 +277,8 @@ _DOC_ATTRS = """
         behind).
     G_ : ndarray of shape (n_problems,)
         The gradient bound in use (``G``, or its estimate; NaN until fixed).
+    beta_ : ndarray of shape (n_problems,)
+        The beta in use (``beta``, or its "auto" value; NaN until fixed).
     sq_norm_theta_ : ndarray of shape (n_problems,)
         Running ||theta||^2 (intercept included).
     cumulative_loss_, cumulative_weight_ : ndarray of shape (n_problems,)
@@ -364,7 +412,7 @@ class ImplicitFTRLRegressor(_ImplicitFTRLMixin, BaseOnlineLinearRegressor):
         loss="squared_error",
         *,
         update="proximal",
-        beta=1.0,
+        beta="auto",
         G=None,
         epsilon=None,
         fit_intercept=True,
@@ -464,7 +512,7 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         loss="hinge",
         *,
         update="proximal",
-        beta=1.0,
+        beta="auto",
         G=None,
         fit_intercept=True,
         max_iter=1000,

@@ -5,7 +5,9 @@ support; a local phase of reduced Newton / reduced gradient steps on that
 support (vectorised NumPy/SciPy batch work, no per-sample loop) then solves
 the batch l1-logistic problem to a tight optimality.
 """
+import contextlib
 import inspect
+import threading
 import time
 import warnings
 from numbers import Integral, Real
@@ -17,7 +19,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import ThreadpoolController
 
@@ -40,18 +42,46 @@ BLOCK_VALUES = 1 << 15
 
 
 _THREADPOOL_CONTROLLER = None
+_BLAS_LOCK = threading.Lock()
+_BLAS_LIMITER = None  # the limit in force while _BLAS_USERS > 0
+_BLAS_USERS = 0
 
 # the name of cg's relative tolerance: rtol from scipy 1.12 on, tol before
 CG_RTOL = "rtol" if "rtol" in inspect.signature(cg).parameters else "tol"
 
 
+# alpha="auto" is AUTO_ALPHA_RATIO * alpha_max (glmnet's default end of the
+# regularisation path for wide data), AUTO_ALPHA_FALLBACK when alpha_max is 0
+# (no feature correlates with the labels).
+AUTO_ALPHA_RATIO = 0.01
+AUTO_ALPHA_FALLBACK = 1e-3
+
+
+@contextlib.contextmanager
 def _single_threaded_blas():
-    """Context limiting BLAS to one thread (controller built once: finding
-    the BLAS libraries costs milliseconds)."""
-    global _THREADPOOL_CONTROLLER
-    if _THREADPOOL_CONTROLLER is None:
-        _THREADPOOL_CONTROLLER = ThreadpoolController()
-    return _THREADPOOL_CONTROLLER.limit(limits=1, user_api="blas")
+    """Context limiting BLAS to one thread while any thread is inside it.
+
+    The limit is process-wide, so it is counted: the first thread in sets
+    it, the last one out restores it.  (Each thread setting and restoring
+    its own limit would change the thread count of OpenBLAS while another
+    thread is inside a BLAS call, which corrupts OpenBLAS's buffers: two
+    threads fitting at once crashed the process.)  The controller is built
+    once: finding the BLAS libraries costs milliseconds."""
+    global _THREADPOOL_CONTROLLER, _BLAS_LIMITER, _BLAS_USERS
+    with _BLAS_LOCK:
+        if _BLAS_USERS == 0:
+            if _THREADPOOL_CONTROLLER is None:
+                _THREADPOOL_CONTROLLER = ThreadpoolController()
+            _BLAS_LIMITER = _THREADPOOL_CONTROLLER.limit(limits=1, user_api="blas")
+        _BLAS_USERS += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS_USERS -= 1
+            if _BLAS_USERS == 0:
+                _BLAS_LIMITER.restore_original_limits()
+                _BLAS_LIMITER = None
 
 
 def _soft(x, a):
@@ -554,8 +584,16 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
 
     Parameters
     ----------
-    alpha : float, default=1e-3
-        Strength of the l1 penalty (``lambda`` of the paper).
+    alpha : float or "auto", default="auto"
+        Strength of the l1 penalty (``lambda`` of the paper).  "auto" (the
+        default): 1% of ``alpha_max``, the smallest penalty whose solution
+        is ``w = 0``, computed per binary problem from the first call with a
+        non-zero weight (``fit``'s data, or the first chunk of
+        ``partial_fit``) and then fixed.  ``alpha_max`` has the units of the
+        data (about 0.1 on standardised tables, 0.003 to 0.01 on hashed or
+        tf-idf text), so a fixed number that suits one is far too strong
+        (a model of the majority class) or too weak on the other.  The value
+        in use is ``alpha_``.
     gamma : float, default=1.0
         Dual-averaging step parameter: ``beta_t = gamma sqrt(t)``.  Larger is
         more conservative.  The paper uses 5000 on raw MNIST pixels; on
@@ -615,6 +653,9 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
     classes_ : ndarray of shape (n_classes,)
     support_ : ndarray of bool, shape like ``coef_``
         ``coef_ != 0``.
+    alpha_ : ndarray of shape (n_problems,)
+        The penalty in use per binary problem (``alpha``, or its "auto"
+        value; NaN until a call with a non-zero weight).
     violation_ : ndarray of shape (n_problems,)
         Final stopping measure ``violation`` of each binary problem, on the
         training set (``fit``) or on the reservoir (``partial_fit``; on the
@@ -703,11 +744,13 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
     """
 
     # NaN for a problem no call has measured yet
-    _nan_allowed_state = ("optimality_", "violation_")
+    _nan_allowed_state = ("optimality_", "violation_", "alpha_")
+    # fitted values that the first call resolves from its data
+    _resolved_params = ("alpha_",)
 
     _parameter_constraints: dict = {
         **BaseOnlineLinearClassifier._parameter_constraints,
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "gamma": [Interval(Real, 0, None, closed="neither")],
         "tau": [Interval(Integral, 1, None, closed="left")],
         "rho": [Interval(Real, 0, 1, closed="both")],
@@ -723,7 +766,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
 
     def __init__(
         self,
-        alpha=1e-3,
+        alpha="auto",
         *,
         gamma=1.0,
         tau=100,
@@ -810,7 +853,35 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.violation_ = np.full(n_problems, np.nan)
         self.safeguard_support_ = np.zeros((n_problems, n_features), dtype=bool)
         self.next_switch_ = np.full(n_problems, -1, dtype=np.int64)
+        self.alpha_ = np.full(n_problems, np.nan)
         self._reset_records(n_problems)
+
+    def _resolve_alpha(self, X, y_pm, sample_weight):
+        """``alpha_``: ``alpha`` on every call, or with ``alpha="auto"``,
+        ``AUTO_ALPHA_RATIO * alpha_max`` of each problem, resolved by the
+        first call with a non-zero weight and then fixed.  ``alpha_max`` is
+        the smallest penalty whose solution is ``w = 0``: the largest
+        gradient entry ``|X^T (h * (sigma(b*) - y))| / N`` (N rows of
+        non-zero weight ``h``, as in the objective) at the best
+        intercept-only model ``b*`` (``sigma(b*)`` the weighted share of
+        positives; ``b* = 0`` without an intercept).  It has the units of
+        the data, so the ratio means the same on text as on tables.  O(nnz)."""
+        n_problems = len(y_pm)
+        if not isinstance(self.alpha, str):
+            self.alpha_ = np.full(n_problems, float(self.alpha))
+            return
+        total = float(np.sum(sample_weight))
+        if total == 0 or not np.any(np.isnan(self.alpha_)):
+            return
+        n_rows = np.count_nonzero(sample_weight)  # the N of the objective
+        alpha = np.empty(n_problems)
+        for k, y in enumerate(y_pm):
+            positive = (y > 0).astype(np.float64)
+            share = float(np.dot(sample_weight, positive)) / total if self.fit_intercept else 0.5
+            gradient = X.T @ (sample_weight * (share - positive)) / n_rows
+            alpha_max = float(np.max(np.abs(gradient))) if gradient.size else 0.0
+            alpha[k] = AUTO_ALPHA_RATIO * alpha_max if alpha_max > 0 else AUTO_ALPHA_FALLBACK
+        self.alpha_ = alpha
 
     def _reset_records(self, n_problems):
         self.n_switches_ = np.zeros(n_problems, dtype=np.int64)
@@ -821,7 +892,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
 
     def _problem(self, k):
         return RDAProblem(
-            Log(), float(self.gamma), float(self.alpha), bool(self.fit_intercept),
+            Log(), float(self.gamma), float(self.alpha_[k]), bool(self.fit_intercept),
             self.sum_gradient_[k], float(self.intercept_sum_gradient_[k]),
             int(self.rda_t_[k]), int(self.last_support_change_[k]),
         )
@@ -839,7 +910,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
     def _safeguarded_support(self, k, w):
         t = max(int(self.rda_t_[k]), 1)
         g_bar = self.sum_gradient_[k] / t
-        return (w != 0) | (np.abs(g_bar) > self.rho * self.alpha)
+        return (w != 0) | (np.abs(g_bar) > self.rho * self.alpha_[k])
 
     # ------------------------------------------------------------------
     def _run_local_phase(self, k, S, clock, offset, rec, scale, extra=None):
@@ -855,7 +926,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             rec.add(t, offset + time.perf_counter() - clock, delta, violation, nnz)
 
         w, b, delta, violation, obj, status, n_it = local_phase(
-            S, float(self.alpha), w0, b0, M, tol=self.tol, scale=scale,
+            S, float(self.alpha_[k]), w0, b0, M, tol=self.tol, scale=scale,
             max_newton_support=self.max_newton_support,
             fit_intercept=self.fit_intercept, record=record,
         )
@@ -863,7 +934,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             # what a stalled phase learnt: its support and the coordinates
             # that violate optimality at its solution (|g_i| > alpha)
             g, _ = S.gradient(w, b)
-            extra |= (w != 0) | (np.abs(g) > self.alpha)
+            extra |= (w != 0) | (np.abs(g) > self.alpha_[k])
         if self.verbose:
             print(
                 f"   local phase (problem {k}) at t={t}: |M|={int(M.sum())}, "
@@ -876,7 +947,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
                        offset):
         """All the work of binary problem k in this call."""
         rec = _Records(self, k)
-        lam = float(self.alpha)
+        lam = float(self.alpha_[k])
         n = y.shape[0]
         rng = np.random.RandomState(seed)
         epochs = []
@@ -1076,6 +1147,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         if first_call:
             self.classes_ = all_classes
         self._start_state(first_call, partial, n_problems, n_features)
+        self._resolve_alpha(X, y_pm, sample_weight)
         if not partial:
             self._reset_records(n_problems)
         elif first_call or not hasattr(self, "reservoir_seed_"):

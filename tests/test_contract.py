@@ -50,14 +50,15 @@ CONTRACT_ESTIMATORS = [
     # O(n_features^3) per sample: a few epochs keep the contract tests short
     AdaGradClassifier(loss="log_loss", penalty="l2", matrix="full", delta=0.1,
                       max_iter=5, tol=None, random_state=0),
-    # G given: with G=None it is estimated from the first call, so chunks
-    # equal one pass only if the first chunk attains the estimate (documented;
-    # test_implicit_ftrl checks chunks == one pass at the estimated G).
-    ImplicitFTRLClassifier(G=4.0, random_state=0),
+    # G and beta given: with G=None and beta="auto" they are resolved from
+    # the first call, so chunks equal one pass only if the first chunk gives
+    # the same values (documented; test_implicit_ftrl checks chunks == one
+    # pass at the estimated G and the resolved beta).
+    ImplicitFTRLClassifier(G=4.0, beta=1.0, random_state=0),
     ImplicitFTRLClassifier(loss="log_loss", update="truncated", beta=0.5, G=4.0,
                            random_state=0),
     ImplicitFTRLRegressor(G=4.0, beta=0.5, random_state=0),
-    ImplicitFTRLRegressor(loss="absolute_error", update="truncated", G=4.0,
+    ImplicitFTRLRegressor(loss="absolute_error", update="truncated", G=4.0, beta=1.0,
                           random_state=0),
     # binary only (tag multi_class=False): see the multiclass_data fixture
     PairwiseAUCClassifier(random_state=0),

@@ -41,7 +41,7 @@ def problem():
 
 
 def _estimator(loss, **params):
-    common = {"max_iter": 1, "tol": None, "shuffle": False, **params}
+    common = {"max_iter": 1, "tol": None, "shuffle": False, "beta": 1.0, **params}
     if loss in CLF_LOSSES:
         return ImplicitFTRLClassifier(loss=loss, **common)
     return ImplicitFTRLRegressor(loss=loss, epsilon=EPSILON.get(loss), **common)
@@ -563,18 +563,19 @@ def test_divergent_squared_error_raises_and_leaves_the_model_as_it_was(update):
     stay finite on the same streams."""
     X, y = make_regression(n_samples=300, n_features=20, noise=1.0, random_state=0)
     X, y = StandardScaler().fit_transform(X), y / np.std(y)
-    reg = ImplicitFTRLRegressor(update=update, G=1.0, max_iter=5, tol=None)
+    reg = ImplicitFTRLRegressor(update=update, G=1.0, beta=1.0, max_iter=5, tol=None)
     with pytest.raises(ValueError, match="non-finite"):
         reg.fit(X, y)
     assert not hasattr(reg, "coef_")
-    reg = ImplicitFTRLRegressor(update=update).partial_fit(0.1 * X[:150], y[:150])
+    reg = ImplicitFTRLRegressor(update=update, beta=1.0).partial_fit(0.1 * X[:150], y[:150])
     before = pickle.dumps(reg)
     with pytest.raises(ValueError, match="non-finite"):
         reg.partial_fit(10 * X[150:], y[150:])
     assert pickle.dumps(reg) == before
     for safe in ("truncated", "proximal"):
         ImplicitFTRLRegressor(update=safe, G=1.0, max_iter=5, tol=None).fit(X, y)
-        ok = ImplicitFTRLRegressor(update=safe).partial_fit(0.1 * X[:150], y[:150])
+        ok = ImplicitFTRLRegressor(update=safe, beta=1.0).partial_fit(0.1 * X[:150],
+                                                                      y[:150])
         ok.partial_fit(10 * X[150:], y[150:])
         assert np.all(np.isfinite(ok.coef_))
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import is_classifier
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 
 from sklearn_adaprox import AdaGradClassifier, ImplicitFTRLClassifier, ImplicitFTRLRegressor
 
@@ -157,3 +157,20 @@ def test_implicit_ftrl_one_row_calls_and_column_scores(est):
     np.testing.assert_allclose(est.coef_, est.theta_ / est.lambda_[:, None]
                                if est.theta_.ndim == 2 else est.theta_ / est.lambda_[0],
                                rtol=1e-15)
+
+
+@pytest.mark.parametrize("est", [AdaGradClassifier(loss="log_loss", random_state=0),
+                                 ImplicitFTRLClassifier(random_state=0)], ids=repr)
+def test_a_new_fit_never_reads_the_weights_cached_for_the_last_one(est):
+    """The computed coef_ is cached per state; a new fit (and every call
+    after it) names its state afresh, so that scores read after it are the
+    new model's, whatever the width of either fit."""
+    rng = np.random.RandomState(0)
+    wide = sp.random(60, 400, density=0.05, random_state=rng, format="csr")
+    narrow = sp.random(60, 30, density=0.3, random_state=rng, format="csr")
+    y = np.arange(60) % 2
+    for X in (wide, narrow, wide):
+        est.set_params(max_iter=3, tol=None).fit(X, y)
+        expected = X @ est.coef_.T + est.intercept_
+        assert_allclose(est.decision_function(X), expected.ravel(), rtol=1e-12)
+        assert est.coef_.shape == (1, X.shape[1])

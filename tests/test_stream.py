@@ -322,9 +322,9 @@ ESTIMATORS = [
     # dual-averaging phase
     RDAPlusClassifier(alpha=1e-3, local_phase=False),
     # G is estimated from the first call's data unless given
-    ImplicitFTRLClassifier(G=2.0),
+    ImplicitFTRLClassifier(G=2.0, beta=1.0),
     PairwiseAUCClassifier(),
-    ImplicitFTRLRegressor(G=5.0),
+    ImplicitFTRLRegressor(G=5.0, beta=1.0),
 ]
 
 

@@ -1,12 +1,13 @@
 """Loaders for the real data sets shipped in ``sklearn_adaprox/datasets/data``."""
 import gzip
+import json
 from importlib import resources
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-__all__ = ["load_a9a"]
+__all__ = ["load_a9a", "load_sms_spam"]
 
 #: Package holding the ``data/`` directory (resolved with importlib.resources,
 #: so the files are found wherever the package is installed, zip included).
@@ -106,3 +107,38 @@ def load_a9a(*, dtype=np.float64):
     X_train, y_train = _load_svmlight_resource("a9a.svm.gz", _A9A_N_FEATURES, dtype)
     X_test, y_test = _load_svmlight_resource("a9a.t.svm.gz", _A9A_N_FEATURES, dtype)
     return X_train, y_train.astype(np.int64), X_test, y_test.astype(np.int64)
+
+
+def load_sms_spam():
+    """Load the SMS Spam Collection: 5574 short text messages, spam or ham.
+
+    Shipped with the package (``data/sms_spam.jsonl.gz``, provenance in that
+    folder's README), so loading needs no network access.  The messages are
+    raw text, in the collection's order: vectorise them (for example with
+    :class:`~sklearn.feature_extraction.text.HashingVectorizer` or
+    :class:`~sklearn.feature_extraction.text.TfidfVectorizer`) and split or
+    shuffle them as the experiment needs.
+
+    ============================  ========================
+    samples                       5574 (ham: 4827, spam: 747)
+    classes                       "ham", "spam"
+    ============================  ========================
+
+    Returns
+    -------
+    texts : list of str
+        The messages.
+    labels : ndarray of shape (5574,), dtype str
+        ``"spam"`` or ``"ham"`` for each message.
+
+    Examples
+    --------
+    >>> from sklearn_adaprox.datasets import load_sms_spam
+    >>> texts, labels = load_sms_spam()
+    >>> len(texts), sorted(set(labels.tolist()))
+    (5574, ['ham', 'spam'])
+    """
+    resource = resources.files(_DATA_PACKAGE).joinpath("data", "sms_spam.jsonl.gz")
+    with resource.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    return [r["text"] for r in records], np.array([r["label"] for r in records])

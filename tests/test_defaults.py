@@ -1,0 +1,216 @@
+"""Defaults that learn: the data-aware "auto" values (resolved by the first
+call from its data, then fixed) and, with loose thresholds, the quality of
+every estimator's defaults beside scikit-learn's SGD defaults on bundled real
+data -- text (the SMS spam collection) and a table (a9a, and scikit-learn's
+diabetes regression set).  ``benchmarks/bench_defaults.py`` measures the
+same on every set at full size."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from reference.implicit_ftrl import gradient_bound_reference
+from sklearn.datasets import load_diabetes
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import Ridge, SGDClassifier, SGDRegressor
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_adaprox import (AdaGradClassifier, ImplicitFTRLClassifier,
+                             ImplicitFTRLRegressor, PairwiseAUCClassifier,
+                             RDAPlusClassifier)
+from sklearn_adaprox.datasets import load_a9a, load_sms_spam
+
+
+# ----------------------------------------------------------------------------
+# implicit FTRL: beta="auto"
+def auto_beta_reference(X, y, sample_weight, *, fit_intercept, regression):
+    """The documented rule: c * target scale / row scale, both weighted
+    root mean squares (rows with the intercept's constant 1); c = 10 for a
+    classifier (target scale 1), 1 for a regressor."""
+    X = X.toarray() if sp.issparse(X) else X
+    sq_norms = (X.astype(np.float64) ** 2).sum(axis=1) + (1.0 if fit_intercept else 0.0)
+    total = sample_weight.sum()
+    row_scale = np.sqrt(np.dot(sample_weight, sq_norms) / total)
+    target_scale = np.sqrt(np.dot(sample_weight, y**2) / total) if regression else 1.0
+    return (1.0 if regression else 10.0) * target_scale / row_scale
+
+
+@pytest.fixture
+def regression_problem():
+    rng = np.random.RandomState(0)
+    X = rng.randn(120, 6) * rng.uniform(0.5, 3.0, 6)
+    X[rng.rand(*X.shape) < 0.4] = 0.0
+    y = X @ rng.randn(6) + 3.0 + 0.1 * rng.randn(120)
+    sample_weight = rng.uniform(0.0, 2.0, 120)
+    sample_weight[:5] = 0.0
+    return X, y, sample_weight
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_auto_beta_follows_its_definition(regression_problem, layout, fit_intercept):
+    X, y, sample_weight = regression_problem
+    Xl = sp.csr_matrix(X) if layout == "csr" else X
+    reg = ImplicitFTRLRegressor(fit_intercept=fit_intercept, max_iter=1, tol=None,
+                                random_state=0)
+    reg.fit(Xl, y, sample_weight=sample_weight)
+    expected = auto_beta_reference(X, y, sample_weight, fit_intercept=fit_intercept,
+                                   regression=True)
+    assert_allclose(reg.beta_, [expected], rtol=1e-13)
+    # G of the squared error is estimated on the ball of the resolved beta
+    G = gradient_bound_reference(X, y, sample_weight, loss="squared_error",
+                                 fit_intercept=fit_intercept, beta=expected)
+    assert_allclose(reg.G_, [G], rtol=1e-13)
+    # a classifier's target scale is 1, the same for every one-vs-rest problem
+    labels = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    clf = ImplicitFTRLClassifier(fit_intercept=fit_intercept, max_iter=1, tol=None,
+                                 random_state=0)
+    clf.fit(Xl, labels, sample_weight=sample_weight)
+    expected = auto_beta_reference(X, labels, sample_weight,
+                                   fit_intercept=fit_intercept, regression=False)
+    assert_allclose(clf.beta_, np.full(3, expected), rtol=1e-13)
+
+
+def test_auto_beta_is_fixed_by_the_first_call_and_explicit_beta_is_kept(
+        regression_problem):
+    X, y, _ = regression_problem
+    reg = ImplicitFTRLRegressor(random_state=0)
+    reg.partial_fit(X[:40], y[:40], sample_weight=np.zeros(40))
+    assert np.isnan(reg.beta_[0])  # nothing learnt yet: not resolved
+    reg.partial_fit(X[:40], y[:40])
+    first = auto_beta_reference(X[:40], y[:40], np.ones(40), fit_intercept=True,
+                                regression=True)
+    assert_allclose(reg.beta_, [first], rtol=1e-13)
+    reg.partial_fit(10 * X[40:], 100 * y[40:])  # other scales: beta stays
+    assert_allclose(reg.beta_, [first], rtol=1e-13)
+    # a new fit resolves it again, from all of its data
+    reg.fit(X, y)
+    assert_allclose(reg.beta_, [auto_beta_reference(
+        X, y, np.ones(120), fit_intercept=True, regression=True)], rtol=1e-13)
+    assert ImplicitFTRLRegressor(beta=2.5).fit(X, y).beta_[0] == 2.5
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+def test_auto_beta_makes_the_regressor_equivariant_to_scale(regression_problem, loss):
+    """X times c and y times d: the same model up to scale, weights times
+    d / c (powers of two: every rescaled operation is exact)."""
+    X, y, _ = regression_problem
+    params = dict(loss=loss, fit_intercept=False, max_iter=3, tol=None, random_state=0)
+    base = ImplicitFTRLRegressor(**params).fit(X, y)
+    for c, d in ((4.0, 1.0), (1.0, 2.0**10), (0.25, 2.0**-6)):
+        scaled = ImplicitFTRLRegressor(**params).fit(c * X, d * y)
+        assert_allclose(scaled.coef_, base.coef_ * d / c, rtol=1e-12, atol=0)
+        assert_allclose(scaled.predict(c * X), d * base.predict(X), rtol=1e-12)
+
+
+def test_auto_beta_keeps_a_large_target_learnable():
+    """Raw targets far from unit scale (the defaults' failure before "auto":
+    R^2 0.60 at y * 100, 0.01 at y * 1e4)."""
+    X, y = load_diabetes(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    ridge = Ridge().fit(X_train, y_train).score(X_test, y_test)
+    for scale in (1.0, 100.0, 1e4):
+        reg = ImplicitFTRLRegressor(random_state=0).fit(X_train, scale * y_train)
+        assert reg.score(X_test, scale * y_test) > ridge - 0.05
+
+
+# ----------------------------------------------------------------------------
+# RDA+: alpha="auto"
+def alpha_max_reference(X, y, sample_weight):
+    """The smallest l1 penalty with w = 0: the largest gradient entry at
+    the best intercept-only logistic model (weighted)."""
+    X = X.toarray() if sp.issparse(X) else X
+    positive = (y > 0).astype(float)
+    share = np.dot(sample_weight, positive) / sample_weight.sum()
+    n_rows = np.count_nonzero(sample_weight)  # the objective's (1/N) sum
+    return np.abs(X.T @ (sample_weight * (share - positive))).max() / n_rows
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_auto_alpha_is_a_hundredth_of_alpha_max(layout):
+    X, y, _, _ = load_a9a()
+    X, y = X[:3000], y[:3000]
+    sample_weight = np.random.RandomState(0).uniform(0.5, 2.0, 3000)
+    Xl = X.toarray() if layout == "dense" else X
+    est = RDAPlusClassifier(max_iter=2, random_state=0)
+    est.fit(Xl, y, sample_weight=sample_weight)
+    alpha_max = alpha_max_reference(X, y, sample_weight)
+    assert_allclose(est.alpha_, [0.01 * alpha_max], rtol=1e-12)
+    assert np.count_nonzero(est.coef_) > 0
+    # alpha_max is what it says: just above it, the model is empty
+    empty = RDAPlusClassifier(alpha=1.01 * alpha_max, random_state=0)
+    assert np.count_nonzero(empty.fit(Xl, y, sample_weight=sample_weight).coef_) == 0
+    # an explicit alpha is used as it is, on every call
+    assert_array_equal(RDAPlusClassifier(alpha=1e-3, max_iter=2).fit(X, y).alpha_, [1e-3])
+
+
+def test_auto_alpha_per_one_vs_rest_problem():
+    X, y, _, _ = load_a9a()
+    X, y = X[:2000], y[:2000]
+    labels = np.where(y > 0, 2, np.arange(2000) % 2)  # three classes
+    est = RDAPlusClassifier(max_iter=1, tol=None, local_phase=False, random_state=0)
+    est.fit(X, labels)
+    weights = np.ones(2000)
+    expected = [0.01 * alpha_max_reference(X, np.where(labels == k, 1, -1), weights)
+                for k in range(3)]
+    assert_allclose(est.alpha_, expected, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------
+# the defaults beside scikit-learn's, loose thresholds on bundled real data
+def _sms_tfidf():
+    texts, labels = load_sms_spam()
+    t_train, t_test, y_train, y_test = train_test_split(
+        np.array(texts, dtype=object), labels, test_size=0.25, random_state=0,
+        stratify=labels)
+    tfidf = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+    return tfidf.fit_transform(t_train), y_train, tfidf.transform(t_test), y_test
+
+
+def _a9a():
+    X, y, X_test, y_test = load_a9a()
+    return X, y, X_test, y_test
+
+
+DEFAULT_CLASSIFIERS = [
+    AdaGradClassifier(random_state=0),
+    AdaGradClassifier(penalty="l1", random_state=0),
+    AdaGradClassifier(loss="log_loss", random_state=0),
+    ImplicitFTRLClassifier(random_state=0),
+    PairwiseAUCClassifier(random_state=0),
+    RDAPlusClassifier(random_state=0),
+]
+
+
+@pytest.mark.parametrize("data", [_sms_tfidf, _a9a], ids=["sms_spam", "a9a"])
+@pytest.mark.parametrize("est", DEFAULT_CLASSIFIERS, ids=repr)
+def test_defaults_learn_as_well_as_sgd_defaults(data, est):
+    """Accuracy within 1.5 points of the better of SGDClassifier's defaults
+    (hinge, and the same loss and penalty), or for PairwiseAUCClassifier, a
+    ROC AUC at most 0.5 points below SGD's."""
+    X, y, X_test, y_test = data()
+    params = {k: v for k, v in est.get_params().items() if k in ("loss", "penalty")}
+    if params.get("loss") not in (None, "hinge", "log_loss"):
+        params.pop("loss")
+    anchors = [SGDClassifier(random_state=0).fit(X, y),
+               SGDClassifier(random_state=0, **params).fit(X, y)]
+    model = est.fit(X, y)
+    if isinstance(est, PairwiseAUCClassifier):
+        positive = y_test == model.classes_[1]
+        best = max(roc_auc_score(positive, a.decision_function(X_test)) for a in anchors)
+        assert roc_auc_score(positive, model.decision_function(X_test)) >= best - 0.005
+    else:
+        best = max(a.score(X_test, y_test) for a in anchors)
+        assert model.score(X_test, y_test) >= best - 0.015
+
+
+def test_regressor_defaults_learn_as_well_as_sgd_defaults():
+    X, y = load_diabetes(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    scaler = StandardScaler().fit(X_train)
+    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    sgd = SGDRegressor(random_state=0).fit(X_train, y_train).score(X_test, y_test)
+    ours = ImplicitFTRLRegressor(random_state=0).fit(X_train, y_train)
+    assert ours.score(X_test, y_test) >= sgd - 0.02
