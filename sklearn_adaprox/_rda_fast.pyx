@@ -229,6 +229,13 @@ cdef class RDAProblem:
     def weights(self, double[::1] coef):
         """Write the iterate into ``coef`` (O(d)); return the intercept."""
         cdef Py_ssize_t j
+        if coef.shape[0] != self.sum_grad.shape[0]:
+            raise ValueError(
+                f"coef has {coef.shape[0]} entries for a state of "
+                f"{self.sum_grad.shape[0]} features (the estimator changed "
+                "during this call: one estimator must not be fitted by two "
+                "threads at once)."
+            )
         with nogil:
             for j in range(coef.shape[0]):
                 coef[j] = rda_weight(self.sum_grad[j], self.t, self.l1, self.gamma)

@@ -903,8 +903,9 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.last_support_change_[k] = problem.last_change
 
     def _rda_iterate(self, k):
-        w = np.zeros(self.sum_gradient_.shape[1])
-        b = self._problem(k).weights(w)
+        problem = self._problem(k)
+        w = np.zeros(self.n_features_in_)
+        b = problem.weights(w)
         return w, b
 
     def _safeguarded_support(self, k, w):
