@@ -163,7 +163,11 @@ class _ImplicitFTRLRule(_Rule):
     in) is a sum too.  The merged model has no pending ``gamma``."""
 
     def sums(self, est):
-        lam = np.where(np.isnan(est.lambda_), 0.0, est.lambda_)
+        # before its first step a model's lambda is NaN; its value then is
+        # lambda_1 = G / beta, of the resolved G_ or the G parameter
+        G = np.where(np.isnan(est.G_), np.nan if est.G is None else float(est.G), est.G_)
+        lam_1 = np.where(np.isnan(G), 0.0, G / float(est.beta))
+        lam = np.where(np.isnan(est.lambda_), lam_1, est.lambda_)
         return {"theta": np.array(est.theta_), "theta_b": np.array(est.intercept_theta_),
                 "L": lam + est.gamma_ / float(est.beta) ** 2,
                 "loss": np.array(est.cumulative_loss_),
@@ -176,7 +180,12 @@ class _ImplicitFTRLRule(_Rule):
                 "L": lam_1, "loss": np.zeros_like(est.cumulative_loss_),
                 "weight": np.zeros_like(est.cumulative_weight_), "t": 0}
 
+    def latest(self, est):
+        return {"G_": np.array(est.G_)}
+
     def write(self, target, sums, averages, latest):
+        if "G_" in latest:  # a base that took no step has not fixed G yet
+            target.G_ = np.where(np.isnan(target.G_), latest["G_"], target.G_)
         target.theta_ = sums["theta"]
         target.intercept_theta_ = sums["theta_b"]
         fixed = ~np.isnan(target.G_)

@@ -1,0 +1,536 @@
+"""Data-parallel training on Dask: every partition learns on the worker that
+holds it, and the learners' states are merged (``sklearn_adaprox.merge``).
+
+Dask is optional: ``pip install "sklearn_adaprox[dask]"``.  It is imported
+when :class:`DaskShardedTrainer` is fitted, not when this module is.
+"""
+import copy
+import time
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.utils import check_random_state
+from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.validation import check_is_fitted
+
+from .merge import _add, _apply, _increment, _rule_of, resolved_attributes
+
+DASK_EXTRA_MESSAGE = (
+    "DaskShardedTrainer needs dask, distributed and dask-ml: install them with "
+    'pip install "sklearn_adaprox[dask]".'
+)
+
+
+def _import_dask():
+    """(dask, distributed), or ImportError naming the extra."""
+    try:
+        import dask
+        import distributed
+    except ImportError as exc:  # pragma: no cover - the extra is installed in CI
+        raise ImportError(DASK_EXTRA_MESSAGE) from exc
+    return dask, distributed
+
+
+# ----------------------------------------------------------------------
+# tasks run on the workers (module-level functions: pickled by reference)
+def _rows(X, index):
+    if hasattr(X, "iloc"):
+        return X.iloc[index]
+    return X[index]
+
+
+def _n_rows(X):
+    return X.shape[0]
+
+
+def _split_partition(X, y, fraction, seed):
+    """(X_train, y_train, X_held_out, y_held_out) of one partition, the held
+    out rows drawn by a RandomState of ``seed`` (rows keep their order)."""
+    n = _n_rows(X)
+    held = np.zeros(n, dtype=bool)
+    if fraction:
+        held[check_random_state(seed).permutation(n)[:int(round(fraction * n))]] = True
+    train, test = np.flatnonzero(~held), np.flatnonzero(held)
+    return _rows(X, train), _rows(y, train), _rows(X, test), _rows(y, test)
+
+
+def _split(part, fraction, seed):
+    return _split_partition(part[0], part[1], fraction, seed)
+
+
+def _partial_fit(est, X, y, classes, sample_weight=None):
+    if is_classifier(est):
+        return est.partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+    return est.partial_fit(X, y, sample_weight=sample_weight)
+
+
+def _initial_state(est, part, classes, pin):
+    """The state every partition starts round 1 from, built on the worker
+    holding the first partition: the parameters resolved from its data
+    pinned (``pin``: resolved attribute names), then a first call on its
+    first row with weight 0, which validates and creates the state
+    without taking a step."""
+    X, y = part[0], part[1]
+    pinned = {}
+    if pin:
+        probe = _partial_fit(clone(est), X, y, classes)
+        for attr in pin:
+            value = np.asarray(getattr(probe, attr))
+            flat = value.ravel()
+            if flat.size and not np.all(flat == flat[0]):
+                raise ValueError(
+                    f"{type(est).__name__} resolved {attr} = {value!r} from the first "
+                    "partition, different per problem: set "
+                    f"{attr.rstrip('_')!r} explicitly to train it on Dask.")
+            pinned[attr.rstrip("_")] = float(flat[0]) if flat.size else value.item()
+        est = clone(est).set_params(**pinned)
+    state = _partial_fit(clone(est), _rows(X, slice(0, 1)), _rows(y, slice(0, 1)), classes,
+                         sample_weight=np.zeros(1))
+    return state, pinned
+
+
+def _shard_pass(base, part, classes, position, single):
+    """One ``partial_fit`` pass of a partition from the broadcast state:
+    the fitted model itself when it is the only partition (``single``),
+    else its increment over the base, with its progressive loss."""
+    X, y = part[0], part[1]
+    model = _partial_fit(copy.deepcopy(base), X, y, classes)
+    n = _n_rows(X)
+    loss = model.loss_curve_[-1] if model.loss_curve_ else np.nan
+    progress = np.array([loss * n if np.isfinite(loss) else 0.0, n if np.isfinite(loss) else 0])
+    if single:
+        return model, progress
+    rule = _rule_of(base)
+    return _increment(rule, model, rule.sums(base), position), progress
+
+
+def _add_pass(a, b):
+    return _add(a[0], b[0]), a[1] + b[1]
+
+
+def _held_out_score(model, part):
+    """(sum of the per-row score, rows): accuracy for a classifier, minus
+    the squared error for a regressor, on the held-out rows."""
+    X, y = part[2], part[3]
+    n = _n_rows(X)
+    if n == 0:
+        return np.zeros(2)
+    pred = model.predict(X)
+    y = np.asarray(y)
+    value = np.sum(pred == y) if is_classifier(model) else -np.sum((pred - y) ** 2)
+    return np.array([float(value), float(n)])
+
+
+def _tree_reduce(client, futures, combine):
+    """Pairwise reduction of futures on the workers (a binary tree of
+    ``combine`` tasks); the root future."""
+    while len(futures) > 1:
+        pairs = [client.submit(combine, futures[i], futures[i + 1], pure=False)
+                 for i in range(0, len(futures) - 1, 2)]
+        if len(futures) % 2:
+            pairs.append(futures[-1])
+        futures = pairs
+    return futures[0]
+
+
+def _labels(y):
+    """The distinct labels of y (a dask collection is reduced on the
+    workers; only the labels come to the client)."""
+    import dask.array as da
+
+    if isinstance(y, da.Array):
+        return np.asarray(da.unique(y).compute())
+    if hasattr(y, "compute") and hasattr(y, "unique"):  # dask Series
+        return np.unique(np.asarray(y.unique().compute()))
+    return np.unique(np.asarray(y))
+
+
+# ----------------------------------------------------------------------
+def _estimator_has(name):
+    def check(self):
+        return hasattr(self.estimator_ if hasattr(self, "estimator_") else self.estimator,
+                       name)
+    return check
+
+
+class DaskShardedTrainer(MetaEstimatorMixin, BaseEstimator):
+    """Train an estimator of the package data-parallel on a Dask cluster.
+
+    Each round broadcasts the current state to the workers; every partition
+    of the data makes one ``partial_fit`` pass from it, on the worker that
+    holds the partition; the increments of the partitions are added up on
+    the workers (a tree reduction) and merged into the next state
+    (``sklearn_adaprox.merge``): the exact sum for the parts of the state
+    that are sums, a weighted average for the others.  With one partition
+    the result is the in-memory learner's, bit for bit.
+
+    Parameters
+    ----------
+    estimator : estimator of sklearn_adaprox
+        The learner (its parameters are used; it is cloned, never fitted).
+        The merge covers element-wise ``AdaGradClassifier``,
+        ``ImplicitFTRLClassifier``, ``ImplicitFTRLRegressor``,
+        ``PairwiseAUCClassifier`` and ``RDAPlusClassifier`` with
+        ``local_phase=False``.
+    max_iter : int, default=5
+        Rounds (passes over the data).
+    shuffle : bool, default=True
+        Draw a new order of the partitions every round (the order in which
+        the increments are added, and the partition whose state is taken
+        where a merge takes the last one).  Rows keep their order within a
+        partition.
+    validation_fraction : float in [0, 1), default=0.0
+        Fraction of the rows of every partition held out to measure the
+        score after each round (accuracy for a classifier, minus the mean
+        squared error for a regressor).  0: no held-out rows and no early
+        stopping.
+    tol : float or None, default=1e-3
+        With held-out rows, training stops when the held-out score has not
+        risen above the best so far plus ``tol`` for ``n_iter_no_change``
+        rounds.  None: ``max_iter`` rounds.
+    n_iter_no_change : int, default=3
+        See ``tol``.
+    n_partitions : int or None, default=None
+        For in-memory input (NumPy or SciPy), the number of row blocks it is
+        cut into (None: one per worker).  Dask collections keep their own
+        partitions.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the partition orders and of the held-out rows.
+    verbose : int, default=0
+        Print one line per round.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The trained learner, a fitted instance of ``estimator``'s class
+        whose ``loss_curve_`` holds the progressive loss of every round.
+    n_iter_ : int
+        Rounds run.
+    loss_curve_ : list of float
+        Progressive loss of each round (the partitions' ``loss_curve_``
+        entries, weighted by their rows).
+    validation_scores_ : list of float
+        Held-out score after each round (empty without held-out rows).
+    n_partitions_ : int
+        Partitions of the data.
+    resolved_params_ : dict
+        Parameters resolved from the data of the first partition and
+        pinned for every partition (e.g. implicit FTRL's ``G`` when it is
+        None); empty when none are.
+    classes_ : ndarray of shape (n_classes,)
+        Classifiers only.
+    n_features_in_ : int
+
+    See Also
+    --------
+    sklearn_adaprox.merge : The merge of the partitions' states.
+
+    Notes
+    -----
+    A meta-estimator rather than a function, so that it clones, pickles
+    (without a client: the client is the default one of ``distributed``,
+    found when ``fit`` is called) and sits in ``GridSearchCV`` or a
+    ``Pipeline`` like any estimator.
+
+    Round 1 starts from a state built on the worker of the first partition:
+    values the learner resolves from the data of its first call (the
+    class's ``_resolved_params``, implicit FTRL's ``G`` when None) are
+    resolved from the first partition and pinned as parameters for every
+    partition (then restored on ``estimator_``, whose fitted attributes keep
+    the resolved values); then a call on its first row with weight 0
+    creates the state without a step.
+
+    A worker lost in the middle of a round loses no increment and counts
+    none twice: every task is a pure function of the broadcast state and
+    the partition, recomputed by Dask if its result is lost, and the state
+    is published only when the round is complete.  If a partition fails
+    (invalid data), ``fit`` raises its error and the trainer is unchanged.
+
+    Examples
+    --------
+    >>> from distributed import Client, LocalCluster  # doctest: +SKIP
+    >>> import dask.array as da  # doctest: +SKIP
+    >>> from sklearn_adaprox import AdaGradClassifier  # doctest: +SKIP
+    >>> from sklearn_adaprox.distributed import DaskShardedTrainer  # doctest: +SKIP
+    >>> client = Client(LocalCluster(n_workers=2))  # doctest: +SKIP
+    >>> X = da.random.random((10000, 20), chunks=(2500, 20))  # doctest: +SKIP
+    >>> y = (X[:, 0] > 0.5).astype(int)  # doctest: +SKIP
+    >>> model = DaskShardedTrainer(AdaGradClassifier(), max_iter=3).fit(X, y)  # doctest: +SKIP
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["partial_fit"])],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "tol": [Interval(Real, None, None, closed="neither"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "n_partitions": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, estimator, *, max_iter=5, shuffle=True, validation_fraction=0.0,
+                 tol=1e-3, n_iter_no_change=3, n_partitions=None, random_state=None,
+                 verbose=0):
+        self.estimator = estimator
+        self.max_iter = max_iter
+        self.shuffle = shuffle
+        self.validation_fraction = validation_fraction
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.n_partitions = n_partitions
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------
+    def _partitions(self, client, dask, X, y):
+        """Futures of the (X, y) partitions, on the workers."""
+        import dask.array as da
+
+        is_frame = hasattr(X, "to_delayed") and hasattr(X, "npartitions")
+        if isinstance(X, da.Array):
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-dimensional; got {X.ndim} dimensions.")
+            if X.numblocks[1] != 1:
+                X = X.rechunk({1: -1})
+            y = y if isinstance(y, da.Array) else da.from_array(np.asarray(y),
+                                                                chunks=(X.chunks[0],))
+            if y.chunks[0] != X.chunks[0]:
+                y = y.rechunk({0: X.chunks[0]})
+            xs, ys = list(X.to_delayed().ravel()), list(y.to_delayed().ravel())
+        elif is_frame:
+            if not (hasattr(y, "npartitions") and y.npartitions == X.npartitions):
+                raise ValueError("y must be a dask Series (or DataFrame) with the "
+                                 "partitions of X.")
+            xs, ys = list(X.to_delayed()), list(y.to_delayed())
+        else:  # in memory: row blocks, sent to the workers
+            if not sp.issparse(X):
+                X = np.asarray(X)
+            y = np.asarray(y)
+            if X.ndim != 2 or y.shape[0] != X.shape[0]:
+                raise ValueError(f"X of shape {X.shape} and y of shape {y.shape} do not "
+                                 "match.")
+            k = self.n_partitions or max(1, len(client.scheduler_info()["workers"]))
+            blocks = np.array_split(np.arange(X.shape[0]), min(k, X.shape[0]))
+            return client.scatter([(X[b], y[b]) for b in blocks], hash=False)
+        pairs = [dask.delayed(tuple)([xp, yp]) for xp, yp in zip(xs, ys)]
+        return client.compute(pairs)
+
+    def fit(self, X, y, classes=None):
+        """Train on a Dask collection (or in-memory data) for up to
+        ``max_iter`` rounds.
+
+        Parameters
+        ----------
+        X : dask array (dense or CSR blocks), dask DataFrame, or array-like / sparse matrix
+            Training data, partitioned by rows.
+        y : dask array, dask Series, or array-like
+            Targets, partitioned as X.
+        classes : array-like or None, default=None
+            Classifiers: all the labels; None computes them from y.  A
+            label of a partition that is not among them is an error.
+
+        Returns
+        -------
+        self : object
+            The fitted trainer.
+        """
+        self._validate_params()
+        dask, distributed = _import_dask()
+        client = distributed.get_client()
+        est = clone(self.estimator)
+        rule = _rule_of(est)
+        classifier = is_classifier(est)
+        if classifier:
+            if classes is None:
+                classes = _labels(y)
+            classes = np.unique(np.asarray(classes))
+        else:
+            classes = None
+        rng = check_random_state(self.random_state)
+        start = time.perf_counter()
+
+        futures = []
+        try:
+            raw = self._partitions(client, dask, X, y)
+            futures.extend(raw)
+            seeds = rng.randint(np.iinfo(np.int32).max, size=len(raw))
+            parts = [client.submit(_split, p, float(self.validation_fraction), int(s),
+                                   pure=False)
+                     for p, s in zip(raw, seeds)]
+            futures.extend(parts)
+            n_parts = len(parts)
+            pin = resolved_attributes(est)
+            init = client.submit(_initial_state, est, parts[0], classes, pin, pure=False)
+            state, pinned = self._gather(client, init, "the first partition")
+            rule.check(state)
+
+            curve, scores = [], []
+            best, no_improvement = -np.inf, 0
+            rounds = 0
+            for _ in range(self.max_iter):
+                order = rng.permutation(n_parts) if self.shuffle else np.arange(n_parts)
+                [base] = client.scatter([state], broadcast=True, hash=False)
+                futures.append(base)
+                tasks = [client.submit(_shard_pass, base, parts[j], classes, position,
+                                       n_parts == 1, pure=False)
+                         for position, j in enumerate(order)]
+                futures.extend(tasks)
+                root = _tree_reduce(client, tasks, _add_pass)
+                result, progress = self._gather(client, root, None, tasks, order)
+                if n_parts == 1:
+                    state = result
+                else:
+                    state = _apply(rule, state, rule.sums(state), result)
+                rounds += 1
+                loss = progress[0] / progress[1] if progress[1] > 0 else np.nan
+                curve.append(float(loss))
+                line = (f"-- round {rounds}: samples seen {state.t_}, progressive "
+                        f"loss {loss:.6g}")
+                if self.validation_fraction > 0:
+                    [model] = client.scatter([state], broadcast=True, hash=False)
+                    futures.append(model)
+                    held = [client.submit(_held_out_score, model, p, pure=False)
+                            for p in parts]
+                    futures.extend(held)
+                    total = self._gather(client, _tree_reduce(client, held, np.add), None)
+                    score = total[0] / total[1] if total[1] > 0 else np.nan
+                    scores.append(float(score))
+                    line += f", held-out score {score:.6g}"
+                if self.verbose:
+                    print(f"{line}, elapsed {time.perf_counter() - start:.3f} s")
+                if self.tol is None or not scores:
+                    continue
+                if scores[-1] > best + self.tol:
+                    no_improvement = 0
+                else:
+                    no_improvement += 1
+                best = max(best, scores[-1])
+                if no_improvement >= self.n_iter_no_change:
+                    break
+        finally:
+            # released, not cancelled: the workers drop what no future holds
+            # (cancelling futures that others depend on trips the scheduler)
+            del futures[:]
+
+        if pinned:  # the user's parameters; the fitted attributes keep the values
+            state.set_params(**{k: self.estimator.get_params()[k] for k in pinned})
+        state.loss_curve_ = list(curve)
+        state.n_iter_ = rounds
+        self.estimator_ = state
+        self.n_iter_ = rounds
+        self.loss_curve_ = curve
+        self.validation_scores_ = scores
+        self.n_partitions_ = n_parts
+        self.resolved_params_ = dict(pinned)
+        if classifier:
+            self.classes_ = state.classes_
+        self.n_features_in_ = state.n_features_in_
+        if hasattr(state, "feature_names_in_"):
+            self.feature_names_in_ = state.feature_names_in_
+        return self
+
+    @staticmethod
+    def _gather(client, future, where, tasks=(), order=None):
+        """The result of ``future``; a failed partition's error re-raised on
+        the client with the partition named."""
+        try:
+            return future.result()
+        except Exception as exc:
+            for position, task in enumerate(tasks):
+                if task.status == "error":
+                    where = f"partition {int(order[position])}"
+                    exc = task.exception()
+                    break
+            if where is None:
+                raise
+            try:
+                named = type(exc)(f"{where}: {exc}")
+            except Exception:  # an exception type with another signature
+                raise exc from None
+            raise named from exc
+
+    # ------------------------------------------------------------------
+    @available_if(_estimator_has("predict"))
+    def predict(self, X):
+        """Predict with the trained learner (in memory).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            The predictions of ``estimator_``.
+        """
+        check_is_fitted(self)
+        return self.estimator_.predict(X)
+
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X):
+        """Scores of the trained learner.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        scores : ndarray
+            ``estimator_.decision_function(X)``.
+        """
+        check_is_fitted(self)
+        return self.estimator_.decision_function(X)
+
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of the trained learner.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            ``estimator_.predict_proba(X)``.
+        """
+        check_is_fitted(self)
+        return self.estimator_.predict_proba(X)
+
+    def score(self, X, y, sample_weight=None):
+        """Score of the trained learner (accuracy or R^2).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test samples.
+        y : array-like of shape (n_samples,)
+            True targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            ``estimator_.score(X, y, sample_weight)``.
+        """
+        check_is_fitted(self)
+        return self.estimator_.score(X, y, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = self.estimator.__sklearn_tags__()
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = inner.classifier_tags
+        tags.regressor_tags = inner.regressor_tags
+        tags.input_tags.sparse = True
+        return tags
