@@ -1,5 +1,7 @@
-"""Data-parallel training on Dask: every partition learns on the worker that
-holds it, and the learners' states are merged (``sklearn_adaprox.merge``).
+"""Data-parallel training on Dask, by merged learner states.
+
+Every partition learns on the worker that holds it, and the learners'
+states are merged (``sklearn_adaprox.merge``).
 
 Dask is optional: ``pip install "sklearn_adaprox[dask]"``.  It is imported
 when :class:`DaskShardedTrainer` is fitted, not when this module is.
@@ -17,6 +19,8 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .merge import _add, _apply, _increment, _rule_of, resolved_attributes
+
+__all__ = ["DaskShardedTrainer"]
 
 DASK_EXTRA_MESSAGE = (
     "DaskShardedTrainer needs dask, distributed and dask-ml: install them with "
@@ -251,14 +255,20 @@ class DaskShardedTrainer(MetaEstimatorMixin, BaseEstimator):
 
     Examples
     --------
-    >>> from distributed import Client, LocalCluster  # doctest: +SKIP
-    >>> import dask.array as da  # doctest: +SKIP
-    >>> from sklearn_adaprox import AdaGradClassifier  # doctest: +SKIP
-    >>> from sklearn_adaprox.distributed import DaskShardedTrainer  # doctest: +SKIP
-    >>> client = Client(LocalCluster(n_workers=2))  # doctest: +SKIP
-    >>> X = da.random.random((10000, 20), chunks=(2500, 20))  # doctest: +SKIP
-    >>> y = (X[:, 0] > 0.5).astype(int)  # doctest: +SKIP
-    >>> model = DaskShardedTrainer(AdaGradClassifier(), max_iter=3).fit(X, y)  # doctest: +SKIP
+    >>> import dask.array as da
+    >>> from distributed import Client, LocalCluster
+    >>> from sklearn_adaprox import AdaGradClassifier
+    >>> from sklearn_adaprox.distributed import DaskShardedTrainer
+    >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
+    >>> client = Client(cluster)
+    >>> X = da.random.RandomState(0).random_sample((4000, 10), chunks=(1000, 10))
+    >>> y = (X[:, 0] > 0.5).astype(int)
+    >>> trainer = DaskShardedTrainer(AdaGradClassifier(), max_iter=3, random_state=0)
+    >>> trainer.fit(X, y).n_partitions_
+    4
+    >>> trainer.estimator_.t_
+    12000
+    >>> client.close(); cluster.close()
     """
 
     _parameter_constraints: dict = {
@@ -321,8 +331,9 @@ class DaskShardedTrainer(MetaEstimatorMixin, BaseEstimator):
         return client.compute(pairs)
 
     def fit(self, X, y, classes=None):
-        """Train on a Dask collection (or in-memory data) for up to
-        ``max_iter`` rounds.
+        """Train on a Dask collection (or in-memory data), round by round.
+
+        At most ``max_iter`` rounds, fewer with early stopping.
 
         Parameters
         ----------
@@ -474,7 +485,7 @@ class DaskShardedTrainer(MetaEstimatorMixin, BaseEstimator):
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X):
-        """Scores of the trained learner.
+        """Compute the scores of the trained learner.
 
         Parameters
         ----------
@@ -491,7 +502,7 @@ class DaskShardedTrainer(MetaEstimatorMixin, BaseEstimator):
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X):
-        """Class probabilities of the trained learner.
+        """Compute the class probabilities of the trained learner.
 
         Parameters
         ----------
@@ -507,7 +518,7 @@ class DaskShardedTrainer(MetaEstimatorMixin, BaseEstimator):
         return self.estimator_.predict_proba(X)
 
     def score(self, X, y, sample_weight=None):
-        """Score of the trained learner (accuracy or R^2).
+        """Return the score of the trained learner (accuracy or R^2).
 
         Parameters
         ----------
