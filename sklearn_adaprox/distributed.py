@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .merge import _add, _apply, _increment, _rule_of, resolved_attributes
 
-__all__ = ["DaskShardedTrainer"]
+__all__ = ["DaskShardedTrainer", "ThreadShardedTrainer"]
 
 DASK_EXTRA_MESSAGE = (
     "DaskShardedTrainer needs dask, distributed and dask-ml: install them with "
@@ -160,7 +160,92 @@ def _estimator_has(name):
     return check
 
 
-class DaskShardedTrainer(MetaEstimatorMixin, BaseEstimator):
+class _ShardedTrainer(MetaEstimatorMixin, BaseEstimator):
+    """What both trainers share: the trained learner's predictions."""
+
+    # ------------------------------------------------------------------
+    @available_if(_estimator_has("predict"))
+    def predict(self, X):
+        """Predict with the trained learner (in memory).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            The predictions of ``estimator_``.
+        """
+        check_is_fitted(self)
+        return self.estimator_.predict(X)
+
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X):
+        """Compute the scores of the trained learner.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        scores : ndarray
+            ``estimator_.decision_function(X)``.
+        """
+        check_is_fitted(self)
+        return self.estimator_.decision_function(X)
+
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X):
+        """Compute the class probabilities of the trained learner.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            ``estimator_.predict_proba(X)``.
+        """
+        check_is_fitted(self)
+        return self.estimator_.predict_proba(X)
+
+    def score(self, X, y, sample_weight=None):
+        """Return the score of the trained learner (accuracy or R^2).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test samples.
+        y : array-like of shape (n_samples,)
+            True targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            ``estimator_.score(X, y, sample_weight)``.
+        """
+        check_is_fitted(self)
+        return self.estimator_.score(X, y, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = self.estimator.__sklearn_tags__()
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = inner.classifier_tags
+        tags.regressor_tags = inner.regressor_tags
+        tags.input_tags.sparse = True
+        return tags
+
+
+class DaskShardedTrainer(_ShardedTrainer):
     """Train an estimator of the package data-parallel on a Dask cluster.
 
     Each round broadcasts the current state to the workers; every partition
@@ -465,83 +550,156 @@ class DaskShardedTrainer(MetaEstimatorMixin, BaseEstimator):
                 raise exc from None
             raise named from exc
 
-    # ------------------------------------------------------------------
-    @available_if(_estimator_has("predict"))
-    def predict(self, X):
-        """Predict with the trained learner (in memory).
+
+class ThreadShardedTrainer(_ShardedTrainer):
+    """Train an estimator of the package on one machine's cores, by shards.
+
+    The same scheme as :class:`DaskShardedTrainer`, in threads of this
+    process and on in-memory data: every pass cuts the rows into
+    ``n_shards`` blocks, each block makes one ``partial_fit`` pass from the
+    current state in its own thread (the kernels release the GIL), and the
+    shard models are merged (``sklearn_adaprox.merge``).  This is what
+    parallelises a single binary problem, whose ``n_jobs`` parameter has
+    nothing to run in parallel (the estimators' ``n_jobs`` runs the
+    problems of one-vs-rest in parallel threads).  It needs no Dask.
+
+    Parameters
+    ----------
+    estimator : estimator of sklearn_adaprox
+        The learner (cloned, never fitted); the options ``merge`` covers.
+    n_jobs : int or None, default=None
+        Threads (joblib's convention: None is 1, -1 all cores).
+    n_shards : int or None, default=None
+        Row blocks per pass; None: as many as threads.  More shards than
+        threads simulate a larger cluster (the merge is the same).
+    max_iter : int, default=5
+        Passes.
+    shuffle : bool, default=True
+        Permute the rows before each pass (then cut them into blocks).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the permutations.
+    verbose : int, default=0
+        Print one line per pass.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The trained learner; its ``loss_curve_`` holds the progressive loss
+        of every pass.
+    n_iter_ : int
+        Passes made.
+    loss_curve_ : list of float
+        Progressive loss of each pass (the shards', weighted by their rows).
+    resolved_params_ : dict
+        Parameters resolved from the data of the first shard and pinned
+        for all of them (see :class:`DaskShardedTrainer`).
+    classes_ : ndarray of shape (n_classes,)
+        Classifiers only.
+    n_features_in_ : int
+        Number of features.
+
+    See Also
+    --------
+    DaskShardedTrainer : The same on a Dask cluster.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_adaprox import AdaGradClassifier
+    >>> from sklearn_adaprox.distributed import ThreadShardedTrainer
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.randn(1000, 10)
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> trainer = ThreadShardedTrainer(AdaGradClassifier(), n_jobs=2, max_iter=2,
+    ...                                random_state=0).fit(X, y)
+    >>> trainer.estimator_.t_
+    2000
+    >>> float(trainer.score(X, y)) > 0.9
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["partial_fit"])],
+        "n_jobs": [Integral, None],
+        "n_shards": [Interval(Integral, 1, None, closed="left"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, estimator, *, n_jobs=None, n_shards=None, max_iter=5, shuffle=True,
+                 random_state=None, verbose=0):
+        self.estimator = estimator
+        self.n_jobs = n_jobs
+        self.n_shards = n_shards
+        self.max_iter = max_iter
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y, classes=None):
+        """Train for ``max_iter`` passes of sharded ``partial_fit`` calls.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The samples.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            The predictions of ``estimator_``.
-        """
-        check_is_fitted(self)
-        return self.estimator_.predict(X)
-
-    @available_if(_estimator_has("decision_function"))
-    def decision_function(self, X):
-        """Compute the scores of the trained learner.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The samples.
-
-        Returns
-        -------
-        scores : ndarray
-            ``estimator_.decision_function(X)``.
-        """
-        check_is_fitted(self)
-        return self.estimator_.decision_function(X)
-
-    @available_if(_estimator_has("predict_proba"))
-    def predict_proba(self, X):
-        """Compute the class probabilities of the trained learner.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The samples.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            ``estimator_.predict_proba(X)``.
-        """
-        check_is_fitted(self)
-        return self.estimator_.predict_proba(X)
-
-    def score(self, X, y, sample_weight=None):
-        """Return the score of the trained learner (accuracy or R^2).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Test samples.
+            Training data; a sparse matrix is used in CSR format.
         y : array-like of shape (n_samples,)
-            True targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Sample weights.
+            Targets.
+        classes : array-like or None, default=None
+            Classifiers: all the labels; None takes those of y.
 
         Returns
         -------
-        score : float
-            ``estimator_.score(X, y, sample_weight)``.
+        self : object
+            The fitted trainer.
         """
-        check_is_fitted(self)
-        return self.estimator_.score(X, y, sample_weight=sample_weight)
+        from joblib import Parallel, delayed, effective_n_jobs
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        inner = self.estimator.__sklearn_tags__()
-        tags.estimator_type = inner.estimator_type
-        tags.classifier_tags = inner.classifier_tags
-        tags.regressor_tags = inner.regressor_tags
-        tags.input_tags.sparse = True
-        return tags
+        from .merge import merge
+
+        self._validate_params()
+        est = clone(self.estimator)
+        _rule_of(est)
+        X = X.tocsr() if sp.issparse(X) else X
+        y = np.asarray(y)
+        if _n_rows(X) != y.shape[0]:
+            raise ValueError(f"X has {_n_rows(X)} rows and y {y.shape[0]}.")
+        classes = (np.unique(y if classes is None else np.asarray(classes))
+                   if is_classifier(est) else None)
+        n_jobs = effective_n_jobs(self.n_jobs)
+        n_shards = min(self.n_shards or n_jobs, _n_rows(X))
+        rng = check_random_state(self.random_state)
+        state, pinned = _initial_state(est, (X, y), classes, resolved_attributes(est))
+        curve = []
+        start = time.perf_counter()
+        with Parallel(n_jobs=n_jobs, prefer="threads") as parallel:
+            for epoch in range(self.max_iter):
+                order = (rng.permutation(_n_rows(X)) if self.shuffle
+                         else np.arange(_n_rows(X)))
+                blocks = np.array_split(order, n_shards)
+                models = parallel(
+                    delayed(_partial_fit)(copy.deepcopy(state), _rows(X, b), y[b], classes)
+                    for b in blocks)
+                state = merge(models, base=state)
+                losses = np.array([m.loss_curve_[-1] for m in models])
+                sizes = np.array([len(b) for b in blocks], dtype=float)
+                ok = np.isfinite(losses)
+                loss = float(losses[ok] @ sizes[ok] / sizes[ok].sum()) if ok.any() else np.nan
+                curve.append(loss)
+                if self.verbose:
+                    print(f"-- pass {epoch + 1}: samples seen {state.t_}, progressive loss "
+                          f"{loss:.6g}, elapsed {time.perf_counter() - start:.3f} s")
+        if pinned:
+            state.set_params(**{k: self.estimator.get_params()[k] for k in pinned})
+        state.loss_curve_ = list(curve)
+        state.n_iter_ = self.max_iter
+        self.estimator_ = state
+        self.n_iter_ = self.max_iter
+        self.loss_curve_ = curve
+        self.resolved_params_ = dict(pinned)
+        if is_classifier(est):
+            self.classes_ = state.classes_
+        self.n_features_in_ = state.n_features_in_
+        return self

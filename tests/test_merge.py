@@ -297,3 +297,52 @@ def test_resolved_params_of_the_class_are_compared(data, monkeypatch):
     _check_refused([a, b], "eta_")
     b.eta_ = 0.1
     assert merge([a, b]).t_ == 2 * X.shape[0]
+
+
+# ----------------------------------------------------------------------
+# ThreadShardedTrainer: the merge on one machine's cores (no Dask needed)
+def test_threads_one_shard_is_the_in_memory_fit(data):
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    est = ImplicitFTRLClassifier()  # G resolved from the data, pinned, restored
+    trainer = ThreadShardedTrainer(est, n_shards=1, max_iter=3, shuffle=False).fit(X, y)
+    memory = clone(est).set_params(shuffle=False, tol=None, max_iter=3).fit(X, y)
+    assert_array_equal(trainer.estimator_.theta_, memory.theta_)
+    assert_array_equal(trainer.estimator_.lambda_, memory.lambda_)
+    assert_array_equal(trainer.estimator_.G_, memory.G_)
+    assert trainer.estimator_.G is None and trainer.resolved_params_ == {"G": memory.G_[0]}
+
+
+@pytest.mark.parametrize("update", ["dual_averaging", "mirror_descent"])
+def test_threads_match_the_transcription_and_do_not_change_the_result(data, update):
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    est = AdaGradClassifier(loss="log_loss", update=update, penalty="l1", alpha=1e-2,
+                            eta=0.5, delta=0.1)
+    two = ThreadShardedTrainer(est, n_jobs=2, n_shards=K, max_iter=2, shuffle=False).fit(X, y)
+    one = ThreadShardedTrainer(est, n_jobs=1, n_shards=K, max_iter=2, shuffle=False).fit(X, y)
+    assert_array_equal(two.estimator_.coef_, one.estimator_.coef_)
+    hyper = dict(update=update, eta=0.5, delta=0.1, l1=1e-2, l2=0.0)
+    state = ref.adagrad_state(X.shape[1])
+    for _ in range(2):
+        shards = [ref.adagrad_pass(X[r], y[r], np.ones(len(r)), state, loss="log_loss",
+                                   fit_intercept=True, **hyper)
+                  for r in _blocks(X.shape[0], K)]
+        state = ref.adagrad_merge(state, shards, **hyper)
+    w, b = ref.adagrad_weights(state, **hyper)
+    assert_allclose(two.estimator_.coef_[0], w, rtol=0, atol=1e-10)
+    assert_allclose(two.estimator_.intercept_[0], b, rtol=0, atol=1e-10)
+    assert len(two.loss_curve_) == 2
+
+
+def test_threads_shuffled_passes_are_reproducible(data):
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    make = lambda: ThreadShardedTrainer(PairwiseAUCClassifier(), n_jobs=2, n_shards=4,
+                                        max_iter=2, random_state=0)
+    a, b = make().fit(sp.csr_matrix(X), y), make().fit(sp.csr_matrix(X), y)
+    assert_array_equal(a.estimator_.coef_, b.estimator_.coef_)
+    assert pickle.loads(pickle.dumps(a)).score(X, y) == a.score(X, y)
