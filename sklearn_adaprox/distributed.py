@@ -15,10 +15,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils._available_if import available_if
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .merge import _add, _apply, _increment, _rule_of, resolved_attributes
+from .merge import COMBINES, _add, _apply, _increment, _rule_of, resolved_attributes
 
 __all__ = ["DaskShardedTrainer", "ThreadShardedTrainer"]
 
@@ -96,7 +96,7 @@ def _initial_state(est, part, classes, pin):
     return state, pinned
 
 
-def _shard_pass(base, part, classes, position, single):
+def _shard_pass(base, part, classes, position, single, combine="sum"):
     """One ``partial_fit`` pass of a partition from the broadcast state:
     the fitted model itself when it is the only partition (``single``),
     else its increment over the base, with its progressive loss."""
@@ -108,7 +108,7 @@ def _shard_pass(base, part, classes, position, single):
     if single:
         return model, progress
     rule = _rule_of(base)
-    return _increment(rule, model, rule.sums(base), position), progress
+    return _increment(rule, model, rule.sums(base), position, combine), progress
 
 
 def _add_pass(a, b):
@@ -266,6 +266,10 @@ class DaskShardedTrainer(_ShardedTrainer):
         ``local_phase=False``.
     max_iter : int, default=5
         Rounds (passes over the data).
+    combine : {"sum", "average"}, default="sum"
+        How the partitions' increments merge (``sklearn_adaprox.merge``):
+        added (the exact delayed learner) or averaged (parameter mixing,
+        stable with many partitions; see ``doc/scaling.md``).
     shuffle : bool, default=True
         Draw a new order of the partitions every round (the order in which
         the increments are added, and the partition whose state is taken
@@ -359,6 +363,7 @@ class DaskShardedTrainer(_ShardedTrainer):
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["partial_fit"])],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "combine": [StrOptions(set(COMBINES))],
         "shuffle": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="left")],
         "tol": [Interval(Real, None, None, closed="neither"), None],
@@ -368,11 +373,12 @@ class DaskShardedTrainer(_ShardedTrainer):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, estimator, *, max_iter=5, shuffle=True, validation_fraction=0.0,
-                 tol=1e-3, n_iter_no_change=3, n_partitions=None, random_state=None,
-                 verbose=0):
+    def __init__(self, estimator, *, max_iter=5, combine="sum", shuffle=True,
+                 validation_fraction=0.0, tol=1e-3, n_iter_no_change=3, n_partitions=None,
+                 random_state=None, verbose=0):
         self.estimator = estimator
         self.max_iter = max_iter
+        self.combine = combine
         self.shuffle = shuffle
         self.validation_fraction = validation_fraction
         self.tol = tol
@@ -473,7 +479,7 @@ class DaskShardedTrainer(_ShardedTrainer):
                 [base] = client.scatter([state], broadcast=True, hash=False)
                 futures.append(base)
                 tasks = [client.submit(_shard_pass, base, parts[j], classes, position,
-                                       n_parts == 1, pure=False)
+                                       n_parts == 1, self.combine, pure=False)
                          for position, j in enumerate(order)]
                 futures.extend(tasks)
                 root = _tree_reduce(client, tasks, _add_pass)
@@ -536,19 +542,20 @@ class DaskShardedTrainer(_ShardedTrainer):
         the client with the partition named."""
         try:
             return future.result()
-        except Exception as exc:
+        except Exception as error:
+            failure = error
             for position, task in enumerate(tasks):
                 if task.status == "error":
                     where = f"partition {int(order[position])}"
-                    exc = task.exception()
+                    failure = task.exception()
                     break
             if where is None:
                 raise
             try:
-                named = type(exc)(f"{where}: {exc}")
+                named = type(failure)(f"{where}: {failure}")
             except Exception:  # an exception type with another signature
-                raise exc from None
-            raise named from exc
+                raise failure from None
+            raise named from failure
 
 
 class ThreadShardedTrainer(_ShardedTrainer):
@@ -574,6 +581,8 @@ class ThreadShardedTrainer(_ShardedTrainer):
         threads simulate a larger cluster (the merge is the same).
     max_iter : int, default=5
         Passes.
+    combine : {"sum", "average"}, default="sum"
+        How the shards merge (see :class:`DaskShardedTrainer`).
     shuffle : bool, default=True
         Permute the rows before each pass (then cut them into blocks).
     random_state : int, RandomState instance or None, default=None
@@ -623,14 +632,16 @@ class ThreadShardedTrainer(_ShardedTrainer):
         "n_jobs": [Integral, None],
         "n_shards": [Interval(Integral, 1, None, closed="left"), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "combine": [StrOptions(set(COMBINES))],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    def __init__(self, estimator, *, n_jobs=None, n_shards=None, max_iter=5, shuffle=True,
-                 random_state=None, verbose=0):
+    def __init__(self, estimator, *, n_jobs=None, n_shards=None, max_iter=5, combine="sum",
+                 shuffle=True, random_state=None, verbose=0):
         self.estimator = estimator
+        self.combine = combine
         self.n_jobs = n_jobs
         self.n_shards = n_shards
         self.max_iter = max_iter
@@ -682,7 +693,7 @@ class ThreadShardedTrainer(_ShardedTrainer):
                 models = parallel(
                     delayed(_partial_fit)(copy.deepcopy(state), _rows(X, b), y[b], classes)
                     for b in blocks)
-                state = merge(models, base=state)
+                state = merge(models, base=state, combine=self.combine)
                 losses = np.array([m.loss_curve_[-1] for m in models])
                 sizes = np.array([len(b) for b in blocks], dtype=float)
                 ok = np.isfinite(losses)

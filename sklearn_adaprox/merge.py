@@ -97,6 +97,14 @@ class _Rule:
     def latest(self, est):
         return {}
 
+    def activity(self, name, increments):
+        """Weight of a model's increment of the sum ``name`` when increments
+        are averaged (``combine="average"``): the steps it took; the step
+        counters themselves are plain means."""
+        return 1.0 if name in self.counters else float(increments["t"])
+
+    counters = ("t",)
+
 
 class _AdaGradRule(_Rule):
     """Element-wise AdaGrad (binary or one-vs-rest, diagonal or identity
@@ -127,6 +135,15 @@ class _AdaGradRule(_Rule):
         p = acc.shape[0]
         return {"u": np.zeros(acc.shape[:2]), "n": np.zeros(acc.shape[:2]),
                 "u_b": np.zeros(p), "n_b": np.zeros(p), "t": 0}
+
+    def activity(self, name, increments):
+        # per coordinate, its increment of the sum of squared gradients
+        # (Agarwal, Chapelle, Dudik & Langford 2014)
+        if name in ("u", "n"):
+            return increments["n"]
+        if name in ("u_b", "n_b"):
+            return increments["n_b"]
+        return super().activity(name, increments)
 
     def averaged(self, est, increments):
         if est._rule["update"] != "mirror_descent":
@@ -223,6 +240,13 @@ class _PairwiseAUCRule(_Rule):
                 "stats": np.zeros_like(est.score_stats_), "pairs": 0.0, "ordered": 0.0,
                 "w_sum": np.zeros_like(est.coef_sum_), "n_avg": 0, "t": 0}
 
+    counters = ("t", "n_avg")
+
+    def activity(self, name, increments):
+        if name == "ssq":
+            return increments["ssq"]
+        return super().activity(name, increments)
+
     def averaged(self, est, increments):
         steps = float(increments["t"])
         return {"w": (np.array(est.iterate_), steps), "m": (np.array(est.momentum_), steps)}
@@ -278,6 +302,8 @@ class _RDAPlusRule(_Rule):
         return {"u": np.zeros_like(est.sum_gradient_),
                 "u_b": np.zeros_like(est.intercept_sum_gradient_),
                 "rda_t": np.zeros_like(est.rda_t_), "t": 0}
+
+    counters = ("t", "rda_t")
 
     def latest(self, est):
         return {"last_support_change_": np.array(est.last_support_change_)}
@@ -381,18 +407,28 @@ def check_mergeable(models, base=None):
 # ----------------------------------------------------------------------
 # increments: what a model adds to its base, in a form whose sum over the
 # models is the merge (associative, so it can be reduced as a tree)
-def _increment(rule, model, base_sums, position=0):
+COMBINES = ("sum", "average")
+
+
+def _increment(rule, model, base_sums, position=0, combine="sum"):
     """The contribution of ``model`` to the merge over ``base_sums``:
     ``{"sums": m - base, "avg": name -> [sum w v, sum w, sum v, count],
-    "latest": (position, state) or None, "count": 1}``."""
+    "latest": (position, state) or None, "count": 1, "combine": combine}``.
+    With ``combine="average"`` the increments of the sums are averaged too
+    (entries ``"sum:<name>"`` of ``avg``, weighted by ``rule.activity``)."""
     own = rule.sums(model)
     sums = {k: own[k] - base_sums[k] for k in own}
     avg = {}
     for name, (value, weight) in rule.averaged(model, sums).items():
         weight = np.asarray(weight, dtype=np.float64)
         avg[name] = [weight * value, weight * np.ones_like(value), np.array(value), 1]
+    if combine == "average":
+        for name, value in sums.items():
+            value = np.asarray(value, dtype=np.float64)
+            weight = np.maximum(np.asarray(rule.activity(name, sums), dtype=np.float64), 0.0)
+            avg["sum:" + name] = [weight * value, weight * np.ones_like(value), value, 1]
     latest = (position, rule.latest(model)) if sums["t"] > 0 else None
-    return {"sums": sums, "avg": avg, "latest": latest, "count": 1}
+    return {"sums": sums, "avg": avg, "latest": latest, "count": 1, "combine": combine}
 
 
 def _add(a, b):
@@ -403,19 +439,29 @@ def _add(a, b):
     latest = a["latest"]
     if b["latest"] is not None and (latest is None or b["latest"][0] > latest[0]):
         latest = b["latest"]
-    return {"sums": sums, "avg": avg, "latest": latest, "count": a["count"] + b["count"]}
+    return {"sums": sums, "avg": avg, "latest": latest, "count": a["count"] + b["count"],
+            "combine": a["combine"]}
 
 
 def _apply(rule, template, base_sums, total):
     """A new estimator: ``template`` (deep-copied) with the merged state
     ``base_sums + total`` written into it."""
     merged = copy.deepcopy(template)
-    sums = {k: base_sums[k] + total["sums"][k] for k in base_sums}
     averages = {}
     for name, (weighted, weights, plain, count) in total["avg"].items():
         with np.errstate(divide="ignore", invalid="ignore"):
             averages[name] = np.where(weights > 0, weighted / np.where(weights > 0, weights, 1.0),
                                       plain / count)
+    sums = {}
+    for k, base in base_sums.items():
+        if total["combine"] == "average":
+            step = averages.pop("sum:" + k)
+            if isinstance(total["sums"][k], (int, np.integer)) or (
+                    isinstance(base, np.ndarray) and base.dtype.kind == "i"):
+                step = np.rint(step).astype(np.int64)
+            sums[k] = base + (step.item() if np.ndim(step) == 0 else step)
+        else:
+            sums[k] = base + total["sums"][k]
     latest = total["latest"][1] if total["latest"] is not None else {}
     rule.write(merged, sums, averages, latest)
     merged._state_version = merged.__dict__.get("_state_version", 0) + 1
@@ -423,7 +469,7 @@ def _apply(rule, template, base_sums, total):
     return merged
 
 
-def merge(models, base=None):
+def merge(models, base=None, *, combine="sum"):
     """Merge models trained on shards of the data into one model.
 
     The models must be of one estimator class, with the same parameters
@@ -449,6 +495,16 @@ def merge(models, base=None):
     base : fitted estimator or None, default=None
         The state every model continued from; None: every model started
         from scratch.
+    combine : {"sum", "average"}, default="sum"
+        ``"sum"``: the increments of the sums are added (the exact delayed
+        learner: every gradient of every shard counts once).  ``"average"``:
+        they are averaged, per coordinate weighted by each model's increment
+        of the sum of squared gradients where the learner keeps one
+        (AdaGrad; the AUC learner's), else by its steps, and the step
+        counters by their plain mean: parameter mixing as in Agarwal et al.
+        (2014), which stays stable when many shards each correct the same
+        error of the state they started from (see ``doc/scaling.md``).  The
+        merged ``t_`` then counts the steps of an average shard.
 
     Returns
     -------
@@ -492,13 +548,15 @@ def merge(models, base=None):
     True
     """
     models = list(models)
+    if combine not in COMBINES:
+        raise ValueError(f"combine must be one of {COMBINES}; got {combine!r}.")
     rule = check_mergeable(models, base)
     if len(models) == 1:
         return copy.deepcopy(models[0])
     base_sums = rule.zero(models[0]) if base is None else rule.sums(base)
     total = None
     for position, model in enumerate(models):
-        inc = _increment(rule, model, base_sums, position)
+        inc = _increment(rule, model, base_sums, position, combine)
         total = inc if total is None else _add(total, inc)
     merged = _apply(rule, models[0] if base is None else base, base_sums, total)
     merged.loss_curve_ = [] if base is None else list(base.loss_curve_)

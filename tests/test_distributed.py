@@ -92,12 +92,14 @@ ADAGRAD = [dict(update="dual_averaging", penalty="elasticnet", alpha=2e-2, l1_ra
 
 
 @pytest.mark.parametrize("params", ADAGRAD, ids=lambda p: p["update"])
-@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
-def test_partitions_match_the_transcription(client, data, params, sparse):
+@pytest.mark.parametrize("sparse, combine", [(False, "sum"), (True, "sum"), (True, "average")],
+                         ids=["dense", "csr", "csr-average"])
+def test_partitions_match_the_transcription(client, data, params, sparse, combine):
     X, y = data
     K = 3
     est = AdaGradClassifier(loss="log_loss", eta=0.5, **params)
-    trainer = DaskShardedTrainer(est, max_iter=2, shuffle=False).fit(*_dask(X, y, K, sparse))
+    trainer = DaskShardedTrainer(est, max_iter=2, shuffle=False, combine=combine)
+    trainer.fit(*_dask(X, y, K, sparse))
     l1, l2 = est._penalty_strengths()
     hyper = dict(update=est.update, eta=est.eta, delta=est.delta, l1=l1, l2=l2)
     state = ref.adagrad_state(X.shape[1])
@@ -105,10 +107,10 @@ def test_partitions_match_the_transcription(client, data, params, sparse):
     for _ in range(2):
         shards = [ref.adagrad_pass(X[b], y[b], np.ones(len(b)), state, loss="log_loss",
                                    fit_intercept=True, **hyper) for b in blocks]
-        state = ref.adagrad_merge(state, shards, **hyper)
+        state = ref.adagrad_merge(state, shards, combine=combine, **hyper)
     w, b = ref.adagrad_weights(state, **hyper)
     model = trainer.estimator_
-    assert model.t_ == state["t"] == 2 * X.shape[0]
+    assert model.t_ == state["t"] == (2 * X.shape[0] if combine == "sum" else 2 * 80)
     assert_allclose(model.coef_[0], w, rtol=0, atol=1e-10)
     assert_allclose(model.intercept_[0], b, rtol=0, atol=1e-10)
     assert_allclose(model.sum_gradient_[0], state["u"], rtol=0, atol=1e-10)

@@ -71,8 +71,9 @@ ADAGRAD_CASES = [
 
 
 @pytest.mark.parametrize("params", ADAGRAD_CASES)
-@pytest.mark.parametrize("sparse", [False, True])
-def test_adagrad_merge_matches_transcription(data, params, sparse):
+@pytest.mark.parametrize("sparse, combine", [(False, "sum"), (True, "sum"),
+                                             (True, "average")])
+def test_adagrad_merge_matches_transcription(data, params, sparse, combine):
     X, y, sw = data
     est = AdaGradClassifier(loss="log_loss", eta=0.5, shuffle=False, tol=None, **params)
     l1, l2 = est._penalty_strengths()
@@ -84,8 +85,8 @@ def test_adagrad_merge_matches_transcription(data, params, sparse):
         shards = [ref.adagrad_pass(X[r], y[r], sw[r], state, loss="log_loss",
                                    fit_intercept=True, **hyper)
                   for r in _blocks(X.shape[0], K)]
-        state = ref.adagrad_merge(state, shards, **hyper)
-        base = merge(models, base=base)
+        state = ref.adagrad_merge(state, shards, combine=combine, **hyper)
+        base = merge(models, base=base, combine=combine)
         w, b = ref.adagrad_weights(state, **hyper)
         assert base.t_ == state["t"]
         assert_allclose(base.sum_gradient_[0], state["u"], rtol=0, atol=1e-10)
@@ -222,13 +223,15 @@ def test_one_model_merges_to_itself(data, est):
 
 
 @pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
-def test_merged_model_is_a_working_estimator(data, est):
+@pytest.mark.parametrize("combine", ["sum", "average"])
+def test_merged_model_is_a_working_estimator(data, est, combine):
     X, y, _ = data
     base, models = _fit_shards(est, X, y, K)
     saved = [pickle.dumps(m) for m in [base, *models]]
-    merged = merge(models, base=base)
+    merged = merge(models, base=base, combine=combine)
     assert [pickle.dumps(m) for m in [base, *models]] == saved  # inputs unchanged
-    assert merged.t_ == base.t_ + sum(m.t_ - base.t_ for m in models)
+    steps = [m.t_ - base.t_ for m in models]
+    assert merged.t_ == base.t_ + (sum(steps) if combine == "sum" else round(np.mean(steps)))
     assert merged.predict(X).shape == (X.shape[0],)
     assert np.all(np.isfinite(np.ravel(merged.coef_)))
     again = pickle.loads(pickle.dumps(merged))
@@ -251,10 +254,10 @@ def test_merge_from_scratch_counts_every_step(data):
 
 # ----------------------------------------------------------------------
 # errors: a clear ValueError, nothing modified
-def _check_refused(models, match, base=None):
+def _check_refused(models, match, base=None, **kwargs):
     saved = [pickle.dumps(m) for m in models]
     with pytest.raises(ValueError, match=match):
-        merge(models, base=base)
+        merge(models, base=base, **kwargs)
     assert [pickle.dumps(m) for m in models] == saved
 
 
@@ -262,6 +265,7 @@ def test_incompatible_models_are_refused(data):
     X, y, _ = data
     a = AdaGradClassifier(alpha=1e-3).partial_fit(X, y, classes=[-1.0, 1.0])
     _check_refused([], "at least one")
+    _check_refused([a, a], "combine must be", combine="mean")
     _check_refused([a, AdaGradClassifier(alpha=1e-2).partial_fit(X, y, classes=[-1.0, 1.0])],
                    "alpha=0.01")
     _check_refused([a, ImplicitFTRLClassifier().partial_fit(X, y, classes=[-1.0, 1.0])],
@@ -315,14 +319,16 @@ def test_threads_one_shard_is_the_in_memory_fit(data):
 
 
 @pytest.mark.parametrize("update", ["dual_averaging", "mirror_descent"])
-def test_threads_match_the_transcription_and_do_not_change_the_result(data, update):
+@pytest.mark.parametrize("combine", ["sum", "average"])
+def test_threads_match_the_transcription_and_do_not_change_the_result(data, update, combine):
     from sklearn_adaprox.distributed import ThreadShardedTrainer
 
     X, y, _ = data
     est = AdaGradClassifier(loss="log_loss", update=update, penalty="l1", alpha=1e-2,
                             eta=0.5, delta=0.1)
-    two = ThreadShardedTrainer(est, n_jobs=2, n_shards=K, max_iter=2, shuffle=False).fit(X, y)
-    one = ThreadShardedTrainer(est, n_jobs=1, n_shards=K, max_iter=2, shuffle=False).fit(X, y)
+    kwargs = dict(n_shards=K, max_iter=2, shuffle=False, combine=combine)
+    two = ThreadShardedTrainer(est, n_jobs=2, **kwargs).fit(X, y)
+    one = ThreadShardedTrainer(est, n_jobs=1, **kwargs).fit(X, y)
     assert_array_equal(two.estimator_.coef_, one.estimator_.coef_)
     hyper = dict(update=update, eta=0.5, delta=0.1, l1=1e-2, l2=0.0)
     state = ref.adagrad_state(X.shape[1])
@@ -330,7 +336,7 @@ def test_threads_match_the_transcription_and_do_not_change_the_result(data, upda
         shards = [ref.adagrad_pass(X[r], y[r], np.ones(len(r)), state, loss="log_loss",
                                    fit_intercept=True, **hyper)
                   for r in _blocks(X.shape[0], K)]
-        state = ref.adagrad_merge(state, shards, **hyper)
+        state = ref.adagrad_merge(state, shards, combine=combine, **hyper)
     w, b = ref.adagrad_weights(state, **hyper)
     assert_allclose(two.estimator_.coef_[0], w, rtol=0, atol=1e-10)
     assert_allclose(two.estimator_.intercept_[0], b, rtol=0, atol=1e-10)

@@ -12,7 +12,10 @@ of the sibling modules), and the merge is written from its definition:
   weighted by each shard's increment of the sum of squared gradients (a
   plain mean where no shard has any);
 * the AUC iterate and momentum are averaged, weighted by each shard's number
-  of steps; the pair partner is the one of the last shard that took a step.
+  of steps; the pair partner is the one of the last shard that took a step;
+* with ``combine="average"`` (AdaGrad here) the increments of the sums are
+  averaged too, per coordinate weighted by the increments of the sum of
+  squared gradients.
 
 Dense input, labels in {-1, +1}.
 """
@@ -100,11 +103,21 @@ def adagrad_pass(X, y, sw, state, *, loss, update, eta, delta, l1, l2, fit_inter
     return s
 
 
-def adagrad_merge(base, shards, *, update, eta, delta, l1, l2, adaptive=True):
-    """The merged state of shard states that continued ``base``."""
+def adagrad_merge(base, shards, *, update, eta, delta, l1, l2, adaptive=True,
+                  combine="sum"):
+    """The merged state of shard states that continued ``base``.
+    ``combine="average"``: the increments averaged instead of added, per
+    coordinate weighted by the increments of the sum of squares, t by its
+    plain mean (rounded)."""
     merged = dict(base)
-    for key in ("u", "ssq", "b_u", "b_ssq", "t"):
-        merged[key] = base[key] + sum(s[key] - base[key] for s in shards)
+    if combine == "average":
+        for key, by in (("u", "ssq"), ("ssq", "ssq"), ("b_u", "b_ssq"), ("b_ssq", "b_ssq")):
+            merged[key] = base[key] + weighted_mean(
+                [s[key] - base[key] for s in shards], [s[by] - base[by] for s in shards])
+        merged["t"] = base["t"] + int(np.rint(np.mean([s["t"] - base["t"] for s in shards])))
+    else:
+        for key in ("u", "ssq", "b_u", "b_ssq", "t"):
+            merged[key] = base[key] + sum(s[key] - base[key] for s in shards)
     if update == "mirror_descent":
         hyper = dict(update=update, eta=eta, delta=delta, l1=l1, l2=l2, adaptive=adaptive)
         ws = [adagrad_weights(s, **hyper)[0] for s in shards]
