@@ -163,6 +163,13 @@ def _estimator_has(name):
 class _ShardedTrainer(MetaEstimatorMixin, BaseEstimator):
     """What both trainers share: the trained learner's predictions."""
 
+    def _continued_state(self):
+        """A copy of ``estimator_`` with the current parameters of
+        ``estimator`` and the resolved values pinned (``warm_start``)."""
+        state = copy.deepcopy(self.estimator_)
+        state.set_params(**self.estimator.get_params(deep=False))
+        return state.set_params(**self.resolved_params_)
+
     # ------------------------------------------------------------------
     @available_if(_estimator_has("predict"))
     def predict(self, X):
@@ -292,6 +299,10 @@ class DaskShardedTrainer(_ShardedTrainer):
         partitions.
     random_state : int, RandomState instance or None, default=None
         Seed of the partition orders and of the held-out rows.
+    warm_start : bool, default=False
+        Continue from ``estimator_`` (with the current parameters of
+        ``estimator``) instead of starting afresh; ``loss_curve_`` and
+        ``validation_scores_`` grow.
     verbose : int, default=0
         Print one line per round.
 
@@ -370,12 +381,14 @@ class DaskShardedTrainer(_ShardedTrainer):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "n_partitions": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
+        "warm_start": ["boolean"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, estimator, *, max_iter=5, combine="sum", shuffle=True,
                  validation_fraction=0.0, tol=1e-3, n_iter_no_change=3, n_partitions=None,
-                 random_state=None, verbose=0):
+                 random_state=None, warm_start=False, verbose=0):
+        self.warm_start = warm_start
         self.estimator = estimator
         self.max_iter = max_iter
         self.combine = combine
@@ -447,8 +460,11 @@ class DaskShardedTrainer(_ShardedTrainer):
         est = clone(self.estimator)
         rule = _rule_of(est)
         classifier = is_classifier(est)
+        warm = self.warm_start and hasattr(self, "estimator_")
         if classifier:
-            if classes is None:
+            if warm:
+                classes = self.estimator_.classes_
+            elif classes is None:
                 classes = _labels(y)
             classes = np.unique(np.asarray(classes))
         else:
@@ -466,12 +482,16 @@ class DaskShardedTrainer(_ShardedTrainer):
                      for p, s in zip(raw, seeds)]
             futures.extend(parts)
             n_parts = len(parts)
-            pin = resolved_attributes(est)
-            init = client.submit(_initial_state, est, parts[0], classes, pin, pure=False)
-            state, pinned = self._gather(client, init, "the first partition")
+            if warm:
+                state, pinned = self._continued_state(), dict(self.resolved_params_)
+            else:
+                pin = resolved_attributes(est)
+                init = client.submit(_initial_state, est, parts[0], classes, pin, pure=False)
+                state, pinned = self._gather(client, init, "the first partition")
             rule.check(state)
 
-            curve, scores = [], []
+            curve = list(self.loss_curve_) if warm else []
+            scores = list(self.validation_scores_) if warm else []
             best, no_improvement = -np.inf, 0
             rounds = 0
             for _ in range(self.max_iter):
@@ -587,6 +607,9 @@ class ThreadShardedTrainer(_ShardedTrainer):
         Permute the rows before each pass (then cut them into blocks).
     random_state : int, RandomState instance or None, default=None
         Seed of the permutations.
+    warm_start : bool, default=False
+        Continue from ``estimator_`` (with the current parameters of
+        ``estimator``) instead of starting afresh; ``loss_curve_`` grows.
     verbose : int, default=0
         Print one line per pass.
 
@@ -635,11 +658,13 @@ class ThreadShardedTrainer(_ShardedTrainer):
         "combine": [StrOptions(set(COMBINES))],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
+        "warm_start": ["boolean"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, estimator, *, n_jobs=None, n_shards=None, max_iter=5, combine="sum",
-                 shuffle=True, random_state=None, verbose=0):
+                 shuffle=True, random_state=None, warm_start=False, verbose=0):
+        self.warm_start = warm_start
         self.estimator = estimator
         self.combine = combine
         self.n_jobs = n_jobs
@@ -677,13 +702,21 @@ class ThreadShardedTrainer(_ShardedTrainer):
         y = np.asarray(y)
         if _n_rows(X) != y.shape[0]:
             raise ValueError(f"X has {_n_rows(X)} rows and y {y.shape[0]}.")
-        classes = (np.unique(y if classes is None else np.asarray(classes))
-                   if is_classifier(est) else None)
+        warm = self.warm_start and hasattr(self, "estimator_")
+        if not is_classifier(est):
+            classes = None
+        elif warm:
+            classes = self.estimator_.classes_
+        else:
+            classes = np.unique(y if classes is None else np.asarray(classes))
         n_jobs = effective_n_jobs(self.n_jobs)
         n_shards = min(self.n_shards or n_jobs, _n_rows(X))
         rng = check_random_state(self.random_state)
-        state, pinned = _initial_state(est, (X, y), classes, resolved_attributes(est))
-        curve = []
+        if warm:
+            state, pinned = self._continued_state(), dict(self.resolved_params_)
+        else:
+            state, pinned = _initial_state(est, (X, y), classes, resolved_attributes(est))
+        curve = list(self.loss_curve_) if warm else []
         start = time.perf_counter()
         with Parallel(n_jobs=n_jobs, prefer="threads") as parallel:
             for epoch in range(self.max_iter):

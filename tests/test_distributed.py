@@ -339,3 +339,14 @@ def test_grid_search_on_the_joblib_dask_backend(client, data):
                          {"alpha": [1e-4, 1e-1]}, cv=2).fit(X, y)
     assert_allclose(search.cv_results_["mean_test_score"],
                     local.cv_results_["mean_test_score"], rtol=0, atol=0)
+
+
+def test_warm_start_continues(client, data):
+    X, y = data
+    Xd, yd = _dask(X, y, 3)
+    est = ImplicitFTRLClassifier()
+    whole = DaskShardedTrainer(est, max_iter=3, shuffle=False).fit(Xd, yd)
+    part = DaskShardedTrainer(est, max_iter=2, shuffle=False).fit(Xd, yd)
+    part.set_params(warm_start=True, max_iter=1).fit(Xd, yd)
+    assert_array_equal(part.estimator_.theta_, whole.estimator_.theta_)
+    assert part.loss_curve_ == whole.loss_curve_ and len(part.loss_curve_) == 3

@@ -352,3 +352,16 @@ def test_threads_shuffled_passes_are_reproducible(data):
     a, b = make().fit(sp.csr_matrix(X), y), make().fit(sp.csr_matrix(X), y)
     assert_array_equal(a.estimator_.coef_, b.estimator_.coef_)
     assert pickle.loads(pickle.dumps(a)).score(X, y) == a.score(X, y)
+
+
+def test_threads_warm_start_continues(data):
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    est = ImplicitFTRLClassifier()
+    whole = ThreadShardedTrainer(est, n_shards=3, max_iter=3, shuffle=False).fit(X, y)
+    part = ThreadShardedTrainer(est, n_shards=3, max_iter=2, shuffle=False).fit(X, y)
+    part.set_params(warm_start=True, max_iter=1).fit(X, y)
+    assert_array_equal(part.estimator_.theta_, whole.estimator_.theta_)
+    assert part.loss_curve_ == whole.loss_curve_
+    assert part.estimator_.G is None
