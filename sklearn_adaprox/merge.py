@@ -426,7 +426,8 @@ def _increment(rule, model, base_sums, position=0, combine="sum"):
         for name, value in sums.items():
             value = np.asarray(value, dtype=np.float64)
             weight = np.maximum(np.asarray(rule.activity(name, sums), dtype=np.float64), 0.0)
-            avg["sum:" + name] = [weight * value, weight * np.ones_like(value), value, 1]
+            # the plain values (the fallback where no weight) are "sums"
+            avg["sum:" + name] = [weight * value, weight * np.ones_like(value), None, 1]
     latest = (position, rule.latest(model)) if sums["t"] > 0 else None
     return {"sums": sums, "avg": avg, "latest": latest, "count": 1, "combine": combine}
 
@@ -435,7 +436,8 @@ def _add(a, b):
     """The sum of two increments (a new one; neither is modified).  The
     ``latest`` state is the one of the larger position."""
     sums = {k: a["sums"][k] + b["sums"][k] for k in a["sums"]}
-    avg = {k: [a["avg"][k][j] + b["avg"][k][j] for j in range(4)] for k in a["avg"]}
+    avg = {k: [None if a["avg"][k][j] is None else a["avg"][k][j] + b["avg"][k][j]
+               for j in range(4)] for k in a["avg"]}
     latest = a["latest"]
     if b["latest"] is not None and (latest is None or b["latest"][0] > latest[0]):
         latest = b["latest"]
@@ -449,6 +451,8 @@ def _apply(rule, template, base_sums, total):
     merged = copy.deepcopy(template)
     averages = {}
     for name, (weighted, weights, plain, count) in total["avg"].items():
+        if plain is None:
+            plain = np.asarray(total["sums"][name[len("sum:"):]], dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             averages[name] = np.where(weights > 0, weighted / np.where(weights > 0, weights, 1.0),
                                       plain / count)
