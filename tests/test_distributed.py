@@ -184,11 +184,14 @@ class _DieOnce(AdaGradClassifier):
 
 @pytest.mark.skipif(UNDER_ASAN, reason="needs worker processes (see the module doc)")
 def test_a_killed_worker_loses_and_doubles_nothing(client, data, tmp_path):
+    import sys
+
     import cloudpickle
 
-    import test_distributed
-
-    cloudpickle.register_pickle_by_value(test_distributed)
+    # the workers cannot import this test module (pytest's import modes
+    # name it differently): its class travels by value
+    module = sys.modules[_DieOnce.__module__]
+    cloudpickle.register_pickle_by_value(module)
     X, y = data
     Xd, yd = _dask(X, y, 4)
     _DieOnce.marker = str(tmp_path / "died")
@@ -198,7 +201,7 @@ def test_a_killed_worker_loses_and_doubles_nothing(client, data, tmp_path):
         undisturbed = DaskShardedTrainer(_DieOnce(), max_iter=2, shuffle=False).fit(Xd, yd)
     finally:
         _DieOnce.marker = None
-        cloudpickle.unregister_pickle_by_value(test_distributed)
+        cloudpickle.unregister_pickle_by_value(module)
     client.wait_for_workers(2, timeout=30)
     assert disturbed.estimator_.t_ == 2 * X.shape[0]
     for name, value in _state(undisturbed.estimator_).items():
