@@ -18,6 +18,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .rda_plus import RDAPlusClassifier
 from .merge import COMBINES, _add, _apply, _increment, _rule_of, resolved_attributes
 
 __all__ = ["DaskShardedTrainer", "ThreadShardedTrainer"]
@@ -138,6 +139,116 @@ def _tree_reduce(client, futures, combine):
             pairs.append(futures[-1])
         futures = pairs
     return futures[0]
+
+
+# RDA+'s local phase, distributed: per partition the loss, the full gradient
+# and the Hessian on a few columns at a point (w restricted to its non-zero
+# columns); the sums are taken on the workers, the Newton step on the client.
+def _binary_targets(y, classes):
+    return np.where(np.asarray(y) == classes[1], 1.0, -1.0)
+
+
+def _margins(X, columns, w_columns, b):
+    if columns.shape[0] == 0:
+        return np.full(_n_rows(X), float(b))
+    return np.asarray(X[:, columns] @ w_columns).ravel() + b
+
+
+def _newton_pieces(part, classes, columns, w_columns, b, hessian_columns):
+    """(sum of the log losses, X^T dl, sum dl, the Hessian block of
+    ``hessian_columns`` and the intercept (last), rows) of a partition's
+    training rows at the point ``(w, b)``."""
+    from scipy.special import expit
+
+    X, y = part[0], part[1]
+    X = sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    yp = _binary_targets(y, classes)
+    z = yp * _margins(X, columns, w_columns, b)
+    value = float(np.logaddexp(0.0, -z).sum())
+    dl = -yp * expit(-z)
+    dd = expit(z) * expit(-z)
+    g = np.asarray(X.T @ dl).ravel()
+    XF = X[:, hessian_columns]
+    XF = XF.toarray() if sp.issparse(XF) else XF
+    k = hessian_columns.shape[0]
+    H = np.empty((k + 1, k + 1))
+    H[:k, :k] = XF.T @ (XF * dd[:, None])
+    H[:k, k] = H[k, :k] = XF.T @ dd
+    H[k, k] = dd.sum()
+    return np.array([value, float(dl.sum()), float(X.shape[0])]), g, H
+
+
+def _loss_at(part, classes, columns, w_columns, b):
+    yp = _binary_targets(part[1], classes)
+    X = sp.csr_matrix(part[0]) if sp.issparse(part[0]) else np.asarray(part[0], float)
+    return np.array([float(np.logaddexp(0.0, -yp * _margins(X, columns, w_columns, b)).sum())])
+
+
+def _add_pieces(a, b):
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def _dask_local_phase(client, parts, classes, w, b, M, *, alpha, tol, fit_intercept,
+                      max_iter=100):
+    """RDA+'s local phase (Lee & Wright 2012, Algorithm 2, step 4) over the
+    partitions: Newton steps on the free coordinates of the support ``M``
+    (the sign pattern fixed, a coordinate that would change sign set to
+    zero by the line search), zero coordinates that violate their
+    optimality condition joining ``M``, until ``delta <= tol``.  Returns
+    ``(w, b, delta, violation, iterations)``."""
+    w, M = w.copy(), M.copy()
+    d = w.shape[0]
+
+    def reduce(function, *args):
+        tasks = [client.submit(function, p, classes, *args, pure=False) for p in parts]
+        return _tree_reduce(client, tasks,
+                            _add_pieces if function is _newton_pieces else np.add).result()
+
+    def objective(w, b, N):
+        columns = np.flatnonzero(w)
+        return reduce(_loss_at, columns, w[columns], b)[0] / N + alpha * np.abs(w).sum()
+
+    delta = violation = np.inf
+    for iteration in range(1, max_iter + 1):
+        columns, hess = np.flatnonzero(w), np.flatnonzero(M)
+        (value, g_b, N), g, H = reduce(_newton_pieces, columns, w[columns], b, hess)
+        g, g_b, H = g / N, g_b / N, H / N
+        r = np.where(w != 0, g + alpha * np.sign(w),
+                     np.sign(g) * np.maximum(np.abs(g) - alpha, 0.0))
+        r_b = g_b if fit_intercept else 0.0
+        delta = np.sqrt((r @ r + r_b**2) / (d + fit_intercept))
+        violation = max(np.abs(r).max(initial=0.0), abs(r_b)) / alpha
+        if delta <= tol:
+            break
+        grow = (w == 0) & (np.abs(g) > alpha) & ~M
+        if grow.any():  # the support misses a coordinate: it joins
+            M |= grow
+            continue
+        inner = np.flatnonzero((w[hess] != 0) | (np.abs(g[hess]) > alpha))
+        F = hess[inner]
+        signs = np.where(w[F] != 0, np.sign(w[F]), -np.sign(g[F]))
+        rhs = g[F] + alpha * signs
+        keep = np.r_[inner, hess.shape[0]] if fit_intercept else inner
+        if fit_intercept:
+            rhs = np.r_[rhs, g_b]
+        system = H[np.ix_(keep, keep)]
+        system[np.diag_indices_from(system)] += 1e-12 * max(np.trace(system) / len(keep), 1e-300)
+        step = -np.linalg.lstsq(system, rhs, rcond=None)[0]
+        current = value / N + alpha * np.abs(w).sum()
+        slope = float(rhs @ step)
+        a = 1.0
+        while a > 1e-10:
+            trial = w.copy()
+            trial[F] = w[F] + a * step[:F.shape[0]]
+            trial[F] = np.where(np.sign(trial[F]) == signs, trial[F], 0.0)
+            b_trial = b + a * step[-1] if fit_intercept else b
+            if objective(trial, b_trial, N) <= current + 1e-4 * a * slope:
+                w, b = trial, b_trial
+                break
+            a /= 2
+        else:
+            break  # no descent left at round-off
+    return w, b, delta, violation, iteration
 
 
 def _labels(y):
@@ -269,8 +380,9 @@ class DaskShardedTrainer(_ShardedTrainer):
         The learner (its parameters are used; it is cloned, never fitted).
         The merge covers element-wise ``AdaGradClassifier``,
         ``ImplicitFTRLClassifier``, ``ImplicitFTRLRegressor``,
-        ``PairwiseAUCClassifier`` and ``RDAPlusClassifier`` with
-        ``local_phase=False``.
+        ``PairwiseAUCClassifier`` and ``RDAPlusClassifier``.  A binary
+        ``RDAPlusClassifier`` with ``local_phase=True`` runs its rounds of
+        dual averaging, then its local phase distributed (see Notes).
     max_iter : int, default=5
         Rounds (passes over the data).
     combine : {"sum", "average"}, default="sum"
@@ -324,9 +436,13 @@ class DaskShardedTrainer(_ShardedTrainer):
         Parameters resolved from the data of the first partition and
         pinned for every partition (e.g. implicit FTRL's ``G`` when it is
         None); empty when none are.
+    local_phase_iter_ : int
+        ``RDAPlusClassifier`` with ``local_phase=True`` only: iterations of
+        the distributed local phase.
     classes_ : ndarray of shape (n_classes,)
         Classifiers only.
     n_features_in_ : int
+        Number of features.
 
     See Also
     --------
@@ -346,6 +462,21 @@ class DaskShardedTrainer(_ShardedTrainer):
     partition (then restored on ``estimator_``, whose fitted attributes keep
     the resolved values); then a call on its first row with weight 0
     creates the state without a step.
+
+    **RDA+.**  With ``local_phase=True`` (binary problems), the rounds run
+    dual averaging (``local_phase=False`` partitions, merged), then the
+    local phase of Lee & Wright (2012) runs over the partitions from the
+    merged iterate and its safeguarded support: each iteration every
+    partition computes its loss, its gradient and its Hessian on the
+    support (``|M| x |M|``, small); the sums come to the client, which
+    takes the Newton step on the free coordinates (a coordinate that would
+    change sign is set to zero by the line search, whose trial losses are
+    summed over the partitions the same way) and adds to the support the
+    zero coordinates that violate their optimality condition, until
+    ``delta <= tol`` (``tol`` of the estimator).  ``estimator_`` is then the
+    dual-averaging learner (``local_phase=False``) with the local phase's
+    solution as ``coef_`` and ``intercept_`` and its ``optimality_`` and
+    ``violation_``; a further ``partial_fit`` continues dual averaging.
 
     A worker lost in the middle of a round loses no increment and counts
     none twice: every task is a pure function of the broadcast state and
@@ -458,6 +589,9 @@ class DaskShardedTrainer(_ShardedTrainer):
         dask, distributed = _import_dask()
         client = distributed.get_client()
         est = clone(self.estimator)
+        local = isinstance(est, RDAPlusClassifier) and est.local_phase
+        if local:  # rounds of dual averaging, then the distributed local phase
+            est.set_params(local_phase=False)
         rule = _rule_of(est)
         classifier = is_classifier(est)
         warm = self.warm_start and hasattr(self, "estimator_")
@@ -469,6 +603,10 @@ class DaskShardedTrainer(_ShardedTrainer):
             classes = np.unique(np.asarray(classes))
         else:
             classes = None
+        if local and classes.shape[0] != 2:
+            raise ValueError(
+                "The distributed local phase of RDAPlusClassifier is for binary "
+                f"problems; got {classes.shape[0]} classes. Set local_phase=False.")
         rng = check_random_state(self.random_state)
         start = time.perf_counter()
 
@@ -534,6 +672,12 @@ class DaskShardedTrainer(_ShardedTrainer):
                 best = max(best, scores[-1])
                 if no_improvement >= self.n_iter_no_change:
                     break
+            if local:
+                state = self._local_phase(client, parts, classes, state)
+                if self.verbose:
+                    print(f"-- local phase: {self.local_phase_iter_} Newton iterations, "
+                          f"delta {state.optimality_[0]:.3g}, elapsed "
+                          f"{time.perf_counter() - start:.3f} s")
         finally:
             # released, not cancelled: the workers drop what no future holds
             # (cancelling futures that others depend on trips the scheduler)
@@ -555,6 +699,29 @@ class DaskShardedTrainer(_ShardedTrainer):
         if hasattr(state, "feature_names_in_"):
             self.feature_names_in_ = state.feature_names_in_
         return self
+
+    def _local_phase(self, client, parts, classes, state):
+        """RDA+'s local phase over the partitions, from the merged
+        dual-averaging iterate and its safeguarded support; a copy of
+        ``state`` with its solution as ``coef_`` and ``intercept_``."""
+        est = self.estimator
+        state = copy.deepcopy(state)
+        w = np.array(state.coef_[0], dtype=np.float64)
+        t = max(int(state.rda_t_[0]), 1)
+        M = (w != 0) | (np.abs(state.sum_gradient_[0] / t) > est.rho * est.alpha)
+        tol = est.tol if est.tol is not None else 1e-12
+        w, b, delta, violation, iterations = _dask_local_phase(
+            client, parts, classes, w, float(state.intercept_[0]), M,
+            alpha=float(est.alpha), tol=tol,
+            fit_intercept=bool(est.fit_intercept))
+        state.coef_ = np.array(state.coef_, dtype=np.float64)
+        state.coef_[0] = w
+        state.intercept_ = np.array([b if est.fit_intercept else 0.0])
+        state.optimality_ = np.array([delta])
+        state.violation_ = np.array([violation])
+        state._state_version = state.__dict__.get("_state_version", 0) + 1
+        self.local_phase_iter_ = iterations
+        return state
 
     @staticmethod
     def _gather(client, future, where, tasks=(), order=None):
