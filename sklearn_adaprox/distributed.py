@@ -622,6 +622,8 @@ class DaskShardedTrainer(_ShardedTrainer):
             n_parts = len(parts)
             if warm:
                 state, pinned = self._continued_state(), dict(self.resolved_params_)
+                if local:
+                    state.set_params(local_phase=False)
             else:
                 pin = resolved_attributes(est)
                 init = client.submit(_initial_state, est, parts[0], classes, pin, pure=False)
