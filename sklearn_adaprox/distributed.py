@@ -792,8 +792,9 @@ class ThreadShardedTrainer(_ShardedTrainer):
     loss_curve_ : list of float
         Progressive loss of each pass (the shards', weighted by their rows).
     resolved_params_ : dict
-        Parameters resolved from the data of the first shard and pinned
-        for all of them (see :class:`DaskShardedTrainer`).
+        Parameters resolved from the training data (all of it, as the
+        in-memory ``fit`` resolves them) and pinned for every shard (see
+        :class:`DaskShardedTrainer`).
     classes_ : ndarray of shape (n_classes,)
         Classifiers only.
     n_features_in_ : int
