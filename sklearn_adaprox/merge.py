@@ -409,6 +409,70 @@ def check_mergeable(models, base=None):
 # models is the merge (associative, so it can be reduced as a tree)
 COMBINES = ("sum", "average")
 
+# Arrays of at least this many entries, of which fewer than a third are
+# non-zero, travel as their non-zero entries (an increment touches only the
+# columns of its shard's rows: on hashed text a small part of them).
+SPARSE_MIN_SIZE = 4096
+
+
+class _SparseIncrement:
+    """The non-zero entries of a float64 array: flat indices (sorted,
+    unique) and values."""
+
+    __slots__ = ("shape", "index", "values")
+
+    def __init__(self, shape, index, values):
+        self.shape, self.index, self.values = shape, index, values
+
+    def __getstate__(self):
+        return self.shape, self.index, self.values
+
+    def __setstate__(self, state):
+        self.shape, self.index, self.values = state
+
+    def dense(self):
+        out = np.zeros(int(np.prod(self.shape)))
+        out[self.index] = self.values
+        return out.reshape(self.shape)
+
+
+def _compact(value):
+    """``value``, or its non-zero entries when that is much smaller."""
+    if (isinstance(value, np.ndarray) and value.dtype == np.float64
+            and value.size >= SPARSE_MIN_SIZE):
+        index = np.flatnonzero(value)
+        if 3 * index.size < value.size:
+            return _SparseIncrement(value.shape, index, value.reshape(-1)[index])
+    return value
+
+
+def _dense(value):
+    return value.dense() if isinstance(value, _SparseIncrement) else value
+
+
+def _plus(a, b):
+    """``a + b`` for arrays, numbers and sparse increments, entry by entry
+    the same floating-point sums as the dense arrays' (an entry absent from
+    one side adds exactly zero)."""
+    if a is None:
+        return None
+    sparse_a, sparse_b = isinstance(a, _SparseIncrement), isinstance(b, _SparseIncrement)
+    if not (sparse_a or sparse_b):
+        return a + b
+    if sparse_a and sparse_b:
+        index = np.concatenate([a.index, b.index])
+        values = np.concatenate([a.values, b.values])
+        order = np.argsort(index, kind="stable")
+        index, values = index[order], values[order]
+        starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+        summed = np.add.reduceat(values, starts) if values.size else values
+        out = _SparseIncrement(a.shape, index[starts], summed)
+        return out.dense() if 3 * out.index.size >= int(np.prod(a.shape)) else out
+    dense, sparse = (b, a) if sparse_a else (a, b)
+    out = np.array(dense, dtype=np.float64)
+    out.reshape(-1)[sparse.index] += sparse.values
+    return out
+
 
 def _increment(rule, model, base_sums, position=0, combine="sum"):
     """The contribution of ``model`` to the merge over ``base_sums``:
@@ -421,23 +485,25 @@ def _increment(rule, model, base_sums, position=0, combine="sum"):
     avg = {}
     for name, (value, weight) in rule.averaged(model, sums).items():
         weight = np.asarray(weight, dtype=np.float64)
-        avg[name] = [weight * value, weight * np.ones_like(value), np.array(value), 1]
+        avg[name] = [_compact(weight * value), _compact(weight * np.ones_like(value)),
+                     np.array(value), 1]
     if combine == "average":
         for name, value in sums.items():
             value = np.asarray(value, dtype=np.float64)
             weight = np.maximum(np.asarray(rule.activity(name, sums), dtype=np.float64), 0.0)
             # the plain values (the fallback where no weight) are "sums"
-            avg["sum:" + name] = [weight * value, weight * np.ones_like(value), None, 1]
+            avg["sum:" + name] = [_compact(weight * value),
+                                  _compact(weight * np.ones_like(value)), None, 1]
     latest = (position, rule.latest(model)) if sums["t"] > 0 else None
+    sums = {k: _compact(v) for k, v in sums.items()}
     return {"sums": sums, "avg": avg, "latest": latest, "count": 1, "combine": combine}
 
 
 def _add(a, b):
     """The sum of two increments (a new one; neither is modified).  The
     ``latest`` state is the one of the larger position."""
-    sums = {k: a["sums"][k] + b["sums"][k] for k in a["sums"]}
-    avg = {k: [None if a["avg"][k][j] is None else a["avg"][k][j] + b["avg"][k][j]
-               for j in range(4)] for k in a["avg"]}
+    sums = {k: _plus(a["sums"][k], b["sums"][k]) for k in a["sums"]}
+    avg = {k: [_plus(a["avg"][k][j], b["avg"][k][j]) for j in range(4)] for k in a["avg"]}
     latest = a["latest"]
     if b["latest"] is not None and (latest is None or b["latest"][0] > latest[0]):
         latest = b["latest"]
@@ -449,6 +515,8 @@ def _apply(rule, template, base_sums, total):
     """A new estimator: ``template`` (deep-copied) with the merged state
     ``base_sums + total`` written into it."""
     merged = copy.deepcopy(template)
+    total = dict(total, sums={k: _dense(v) for k, v in total["sums"].items()},
+                 avg={k: [_dense(v) for v in entry] for k, entry in total["avg"].items()})
     averages = {}
     for name, (weighted, weights, plain, count) in total["avg"].items():
         if plain is None:

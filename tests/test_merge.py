@@ -365,3 +365,39 @@ def test_threads_warm_start_continues(data):
     assert_array_equal(part.estimator_.theta_, whole.estimator_.theta_)
     assert part.loss_curve_ == whole.loss_curve_
     assert part.estimator_.G is None
+
+
+@pytest.mark.parametrize("combine", ["sum", "average"])
+def test_sparse_increments_give_the_dense_merge_bit_for_bit(combine):
+    """Increments of wide sparse data travel as their non-zero entries;
+    the merge is the same floating-point sums as with dense arrays."""
+    import sys
+
+    module = sys.modules["sklearn_adaprox.merge"]  # the module (the package's
+    # attribute of that name is the function)
+    rng = np.random.RandomState(1)
+    X = sp.random(400, 20000, density=2e-4, format="csr", random_state=rng)
+    y = np.where(rng.rand(400) > 0.5, 1.0, -1.0)
+    est = AdaGradClassifier(update="mirror_descent", penalty="l1", alpha=1e-4)
+    base = clone(est).partial_fit(X[:5], y[:5], classes=[-1.0, 1.0])
+    models = _shard_round(est, base, X.toarray(), y, np.ones(400), 4, sparse=True)
+    rule = module._rule_of(base)
+    incs = [module._increment(rule, m, rule.sums(base), i, combine)
+            for i, m in enumerate(models)]
+    assert isinstance(incs[0]["sums"]["u"], module._SparseIncrement)
+    sparse_total = module._add(module._add(incs[0], incs[1]), module._add(incs[2], incs[3]))
+    merged = module._apply(rule, base, rule.sums(base), sparse_total)
+    saved = module.SPARSE_MIN_SIZE
+    try:
+        module.SPARSE_MIN_SIZE = 10**12  # every array dense
+        dense = [module._increment(rule, m, rule.sums(base), i, combine)
+                 for i, m in enumerate(models)]
+        dense_total = module._add(module._add(dense[0], dense[1]),
+                                  module._add(dense[2], dense[3]))
+    finally:
+        module.SPARSE_MIN_SIZE = saved
+    assert not isinstance(dense[0]["sums"]["u"], module._SparseIncrement)
+    expected = module._apply(rule, base, rule.sums(base), dense_total)
+    for name in ("accumulators_", "md_weights_", "intercept_", "intercept_sum_gradient_"):
+        assert_array_equal(getattr(merged, name), getattr(expected, name), err_msg=name)
+    assert len(pickle.dumps(incs[0])) < len(pickle.dumps(dense[0])) / 3
