@@ -24,8 +24,8 @@ from .merge import COMBINES, _add, _apply, _increment, _rule_of, resolved_attrib
 __all__ = ["DaskShardedTrainer", "ThreadShardedTrainer"]
 
 DASK_EXTRA_MESSAGE = (
-    "DaskShardedTrainer needs dask, distributed and dask-ml: install them with "
-    'pip install "sklearn_adaprox[dask]".'
+    "DaskShardedTrainer needs dask and distributed: install them (with dask-ml) "
+    'by pip install "sklearn_adaprox[dask]".'
 )
 
 
@@ -79,6 +79,9 @@ def _initial_state(est, part, classes, pin):
     first row with weight 0, which validates and creates the state
     without taking a step."""
     X, y = part[0], part[1]
+    if _n_rows(X) == 0:
+        raise ValueError("The first partition has no training rows: it makes the "
+                         "state of round 1. Repartition the data.")
     pinned = {}
     if pin:
         probe = _partial_fit(clone(est), X, y, classes)
@@ -90,7 +93,7 @@ def _initial_state(est, part, classes, pin):
                     f"{type(est).__name__} resolved {attr} = {value!r} from the first "
                     "partition, different per problem: set "
                     f"{attr.rstrip('_')!r} explicitly to train it on Dask.")
-            pinned[attr.rstrip("_")] = float(flat[0]) if flat.size else value.item()
+            pinned[attr.rstrip("_")] = flat[0].item() if flat.size else value.item()
         est = clone(est).set_params(**pinned)
     state = _partial_fit(clone(est), _rows(X, slice(0, 1)), _rows(y, slice(0, 1)), classes,
                          sample_weight=np.zeros(1))
@@ -102,8 +105,12 @@ def _shard_pass(base, part, classes, position, single, combine="sum"):
     the fitted model itself when it is the only partition (``single``),
     else its increment over the base, with its progressive loss."""
     X, y = part[0], part[1]
-    model = _partial_fit(copy.deepcopy(base), X, y, classes)
     n = _n_rows(X)
+    if n == 0:  # an empty partition adds nothing
+        model = copy.deepcopy(base)
+        model.loss_curve_ = list(model.loss_curve_) + [np.nan]
+    else:
+        model = _partial_fit(copy.deepcopy(base), X, y, classes)
     loss = model.loss_curve_[-1] if model.loss_curve_ else np.nan
     progress = np.array([loss * n if np.isfinite(loss) else 0.0, n if np.isfinite(loss) else 0])
     if single:

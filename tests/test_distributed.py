@@ -403,3 +403,15 @@ def test_rdaplus_distributed_local_phase(client, name, width, frac):
     assert_allclose(model.coef_[0], tight.coef_[0], rtol=0, atol=1e-6)
     assert_allclose(model.intercept_[0], tight.intercept_[0], rtol=0, atol=1e-6)
     assert trainer.local_phase_iter_ >= 1
+
+
+def test_an_empty_partition_adds_nothing(client, data):
+    X, y = data
+    chunks = ((80, 0, 80, 80), (X.shape[1],))
+    Xd = da.from_array(X, chunks=chunks)
+    yd = da.from_array(y, chunks=(chunks[0],))
+    with_empty = DaskShardedTrainer(AdaGradClassifier(), max_iter=2, shuffle=False).fit(Xd, yd)
+    without = DaskShardedTrainer(AdaGradClassifier(), max_iter=2, shuffle=False).fit(
+        *_dask(X, y, 3))
+    assert_array_equal(with_empty.estimator_.coef_, without.estimator_.coef_)
+    assert with_empty.n_partitions_ == 4
