@@ -401,3 +401,22 @@ def test_sparse_increments_give_the_dense_merge_bit_for_bit(combine):
     for name in ("accumulators_", "md_weights_", "intercept_", "intercept_sum_gradient_"):
         assert_array_equal(getattr(merged, name), getattr(expected, name), err_msg=name)
     assert len(pickle.dumps(incs[0])) < len(pickle.dumps(dense[0])) / 3
+
+
+@pytest.mark.parametrize("est", [AdaGradClassifier(update="ftrl_proximal", penalty="l1",
+                                                   alpha=1e-3),
+                                 ImplicitFTRLClassifier(G=2.0)],
+                         ids=lambda e: type(e).__name__)
+def test_one_vs_rest_models_merge_problem_by_problem(est):
+    rng = np.random.RandomState(3)
+    X = rng.randn(300, 6)
+    y = np.argmax(X[:, :3], axis=1)
+    base = clone(est).partial_fit(X[:30], y[:30], classes=[0, 1, 2])
+    models = [copy.deepcopy(base).partial_fit(X[i::3], y[i::3]) for i in range(3)]
+    merged = merge(models, base=base)
+    name = "sum_gradient_" if isinstance(est, AdaGradClassifier) else "theta_"
+    expected = getattr(base, name) + sum(getattr(m, name) - getattr(base, name)
+                                         for m in models)
+    assert_allclose(getattr(merged, name), expected, rtol=1e-12, atol=1e-12)
+    assert merged.coef_.shape == (3, 6)
+    assert merged.score(X, y) > 0.6
