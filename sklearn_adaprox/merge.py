@@ -19,6 +19,11 @@ Chapelle, Dudik & Langford, JMLR 2014, behind Vowpal Wabbit's AllReduce),
 or weighted by the steps each shard took.  ``doc/scaling.md`` lists, per
 estimator and option, which parts are exact sums and which are averages.
 
+``combine="average"`` averages the increments of the sums as well (per
+coordinate, weighted by the squared-gradient increments where the learner
+keeps them): parameter mixing, which stays stable when many shards each
+correct the same error of the state they started from.
+
 Everything here reads the fitted attributes of the estimators and writes
 those of a new one; no estimator is modified.  The same increments
 (``_increment``), added pairwise in any grouping (``_add``, associative and
