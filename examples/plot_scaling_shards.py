@@ -1,7 +1,7 @@
 """
-=======================================================
+=========================================================
 Training on shards: accuracy per pass against shard count
-=======================================================
+=========================================================
 
 :class:`~sklearn_adaprox.distributed.DaskShardedTrainer` trains a learner
 data-parallel on a Dask cluster: every round, each partition of the data
