@@ -74,29 +74,37 @@ def _partial_fit(est, X, y, classes, sample_weight=None):
 
 def _initial_state(est, part, classes, pin):
     """The state every partition starts round 1 from, built on the worker
-    holding the first partition: the parameters resolved from its data
-    pinned (``pin``: resolved attribute names), then a first call on its
-    first row with weight 0, which validates and creates the state
-    without taking a step."""
+    holding the first partition: the values resolved from its data (``pin``:
+    the resolved attribute names) pinned as the parameters of the same name
+    (``eta_`` -> ``eta``), then a first call on its first row with weight 0,
+    which validates and creates the state without taking a step; a resolved
+    attribute without a parameter of its name is set on that state."""
     X, y = part[0], part[1]
     if _n_rows(X) == 0:
         raise ValueError("The first partition has no training rows: it makes the "
                          "state of round 1. Repartition the data.")
-    pinned = {}
+    pinned, attributes = {}, {}
     if pin:
         probe = _partial_fit(clone(est), X, y, classes)
+        params = est.get_params(deep=False)
         for attr in pin:
             value = np.asarray(getattr(probe, attr))
+            name = attr.rstrip("_")
+            if name not in params:
+                attributes[attr] = value
+                continue
             flat = value.ravel()
             if flat.size and not np.all(flat == flat[0]):
                 raise ValueError(
                     f"{type(est).__name__} resolved {attr} = {value!r} from the first "
-                    "partition, different per problem: set "
-                    f"{attr.rstrip('_')!r} explicitly to train it on Dask.")
-            pinned[attr.rstrip("_")] = flat[0].item() if flat.size else value.item()
+                    f"partition, different per problem: set {name!r} explicitly to "
+                    "train it on Dask.")
+            pinned[name] = flat[0].item() if flat.size else value.item()
         est = clone(est).set_params(**pinned)
     state = _partial_fit(clone(est), _rows(X, slice(0, 1)), _rows(y, slice(0, 1)), classes,
                          sample_weight=np.zeros(1))
+    for attr, value in attributes.items():
+        setattr(state, attr, value)
     return state, pinned
 
 
