@@ -17,6 +17,7 @@ from .adagrad import AdaGradClassifier
 from .pairwise_auc import PairwiseAUCClassifier
 from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 from .rda_plus import RDAPlusClassifier
+from .merge import merge
 
-__all__ = ["AdaGradClassifier", "PairwiseAUCClassifier", "ImplicitFTRLClassifier", "ImplicitFTRLRegressor", "RDAPlusClassifier"]
+__all__ = ["AdaGradClassifier", "PairwiseAUCClassifier", "ImplicitFTRLClassifier", "ImplicitFTRLRegressor", "RDAPlusClassifier", "merge"]
 __version__ = "0.1.0.dev0"

@@ -8,7 +8,8 @@ classes defined in that module (not imported into it).
 import importlib
 import inspect
 
-PUBLIC_MODULES = ("sklearn_adaprox", "sklearn_adaprox.datasets", "sklearn_adaprox.stream")
+PUBLIC_MODULES = ("sklearn_adaprox", "sklearn_adaprox.datasets", "sklearn_adaprox.stream",
+                  "sklearn_adaprox.distributed")
 
 ESTIMATORS = (
     "AdaGradClassifier",

@@ -70,6 +70,8 @@ API_SECTIONS = [
      "Bundled real data and synthetic sparse data."),
     ("sklearn_adaprox.stream", "Streaming",
      "Chunked readers of files bigger than memory and the streaming driver."),
+    ("sklearn_adaprox.distributed", "Distributed",
+     "Data-parallel training on a Dask cluster (the ``dask`` extra)."),
 ]
 
 

@@ -1,0 +1,259 @@
+"""Benchmark: data-parallel training by merged shards, side by side.
+
+Per pass, on each data set: wall time and test accuracy / log loss of
+
+* ``memory``: the in-memory estimator on one core (``partial_fit`` over the
+  whole training split, one pass per call);
+* ``threads``: ``ThreadShardedTrainer(n_jobs=2)`` (two row shards per pass,
+  in threads, merged);
+* ``dask``: ``DaskShardedTrainer`` on a ``LocalCluster`` of 2 worker
+  processes of one thread each, the data persisted on the workers first;
+* ``incremental``: ``dask_ml.wrappers.Incremental`` on the same cluster (the
+  blocks one after the other).
+
+The learner is ``AdaGradClassifier(loss="log_loss")`` (dual averaging, l2);
+the trainers run with ``--combine`` (default ``average``).  Then a
+simulation of scale: 2, 4, 8, 16, 32 shards (threads), test accuracy per
+pass against shard count for both merges, and the bytes a round sends,
+measured: the pickled broadcast state (sent to every worker) and the
+pickled increment of one shard (one per partition up the reduction tree).
+
+Data: a text-like CSR of ``--rows`` rows (default 1 million) over 2**20
+hashed columns (``make_sparse_zipf``, 80 % train), and, when
+``--shared-data`` (default ``../shared/data`` next to the repository) holds
+them, ``reuters_lasvm`` (svmlight train/test) and 20 Newsgroups comp.* vs
+rec.* hashed to 2**20 columns.
+
+Run: ``python benchmarks/bench_distributed.py [--rows N] [--passes P]``;
+``--smoke`` runs everything on tiny sizes (a check that the script works,
+not a measurement).
+"""
+import argparse
+import gzip
+import json
+import os
+import pickle
+import sys
+import time
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.metrics import accuracy_score, log_loss
+
+from _results import Results  # --json: the tables as a result file
+
+from sklearn_adaprox import AdaGradClassifier
+from sklearn_adaprox.datasets import make_sparse_zipf
+from sklearn_adaprox.distributed import DaskShardedTrainer, ThreadShardedTrainer
+from sklearn_adaprox.merge import _increment, _rule_of
+
+RESULTS = Results("bench_distributed")
+N_FEATURES = 2**20
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def learner():
+    return AdaGradClassifier(loss="log_loss", alpha=1e-6, eta=0.5)
+
+
+# ----------------------------------------------------------------------
+# data sets
+def synthetic(rows, seed=0):
+    X, y = make_sparse_zipf(rows, N_FEATURES, 30, random_state=seed)
+    cut = int(0.8 * rows)
+    return "zipf", X[:cut], y[:cut], X[cut:], y[cut:]
+
+
+def reuters(folder):
+    from sklearn.datasets import load_svmlight_files
+
+    train = os.path.join(folder, "reuters_lasvm.svm.gz")
+    test = os.path.join(folder, "reuters_lasvm.t.svm.gz")
+    if not (os.path.exists(train) and os.path.exists(test)):
+        return None
+    with gzip.open(train) as a, gzip.open(test) as b:
+        X, y, Xt, yt = load_svmlight_files([a, b])
+    return "reuters_lasvm", X.tocsr(), y, Xt.tocsr(), yt
+
+
+def newsgroups(folder):
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    path = os.path.join(folder, "20news_bydate.jsonl.gz")
+    if not os.path.exists(path):
+        return None
+    docs = {"train": ([], []), "test": ([], [])}
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            group = rec["label"].split(".")[0]
+            if group in ("comp", "rec"):
+                docs[rec["split"]][0].append(rec["text"])
+                docs[rec["split"]][1].append(1 if group == "comp" else -1)
+    vec = HashingVectorizer(n_features=N_FEATURES, alternate_sign=False, norm="l2")
+    rng = np.random.RandomState(0)  # the file is grouped by class
+    order = rng.permutation(len(docs["train"][1]))
+    X = vec.transform(docs["train"][0])[order]
+    y = np.asarray(docs["train"][1])[order]
+    return ("20news comp/rec", X, y, vec.transform(docs["test"][0]),
+            np.asarray(docs["test"][1]))
+
+
+def metrics(model, X_test, y_test):
+    proba = model.predict_proba(X_test)
+    return (accuracy_score(y_test, model.classes_[proba.argmax(axis=1)]),
+            log_loss(y_test, proba, labels=model.classes_))
+
+
+# ----------------------------------------------------------------------
+# the contenders, pass by pass: yield (seconds, fitted estimator)
+def run_memory(X, y, passes):
+    est = clone(learner())
+    classes = np.unique(y)
+    for _ in range(passes):
+        start = time.perf_counter()
+        est.partial_fit(X, y, classes=classes)
+        yield time.perf_counter() - start, est
+
+
+def run_threads(X, y, passes, combine):
+    trainer = ThreadShardedTrainer(learner(), n_jobs=2, max_iter=1, combine=combine,
+                                   shuffle=False, warm_start=True)
+    for _ in range(passes):
+        start = time.perf_counter()
+        trainer.fit(X, y)
+        yield time.perf_counter() - start, trainer.estimator_
+
+
+def _dask_collections(client, X, y, partitions):
+    import dask.array as da
+
+    rows = -(-X.shape[0] // partitions)
+    Xd = da.from_array(X, chunks=(rows, X.shape[1]), asarray=False)
+    yd = da.from_array(y, chunks=rows)
+    Xd, yd = client.persist([Xd, yd])
+    from distributed import wait
+
+    wait([Xd, yd])
+    return Xd, yd
+
+
+def run_dask(client, X, y, passes, combine):
+    Xd, yd = _dask_collections(client, X, y, 2)
+    trainer = DaskShardedTrainer(learner(), max_iter=1, combine=combine, shuffle=False,
+                                 warm_start=True)
+    for _ in range(passes):
+        start = time.perf_counter()
+        trainer.fit(Xd, yd, classes=np.unique(y))
+        yield time.perf_counter() - start, trainer.estimator_
+
+
+def run_incremental(client, X, y, passes):
+    from dask_ml.wrappers import Incremental
+
+    Xd, yd = _dask_collections(client, X, y, 2)
+    inc = Incremental(learner(), shuffle_blocks=False)
+    for _ in range(passes):
+        start = time.perf_counter()
+        inc.partial_fit(Xd, yd, classes=np.unique(y))
+        yield time.perf_counter() - start, inc.estimator_
+
+
+# ----------------------------------------------------------------------
+def side_by_side(name, X, y, Xt, yt, passes, combine, client):
+    table = f"passes_{name}"
+    RESULTS.table(table, f"{name}: {X.shape[0]} training rows, {X.shape[1]} columns, "
+                  f"{X.nnz} non-zeros; per pass",
+                  ["contender", "pass", "seconds", "speed-up", "accuracy", "log loss"],
+                  notes=f"AdaGradClassifier(loss='log_loss'); trainers with combine='{combine}'")
+    print(f"\n== {name}: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz}")
+    print(f"{'contender':>12} {'pass':>4} {'seconds':>8} {'speed-up':>8} {'accuracy':>8} "
+          f"{'log loss':>8}")
+    contenders = [("memory", lambda: run_memory(X, y, passes)),
+                  ("threads", lambda: run_threads(X, y, passes, combine))]
+    if client is not None:
+        contenders += [("dask", lambda: run_dask(client, X, y, passes, combine)),
+                       ("incremental", lambda: run_incremental(client, X, y, passes))]
+    reference = []
+    for label, run in contenders:
+        for p, (seconds, model) in enumerate(run(), start=1):
+            if label == "memory":
+                reference.append(seconds)
+            acc, ll = metrics(model, Xt, yt)
+            speed = reference[p - 1] / seconds
+            print(f"{label:>12} {p:>4} {seconds:>8.3f} {speed:>8.2f} {acc:>8.4f} {ll:>8.4f}")
+            RESULTS.row(table, label, p, seconds, speed, acc, ll)
+
+
+def shard_simulation(name, X, y, Xt, yt, passes, shard_counts):
+    table = f"shards_{name}"
+    RESULTS.table(table, f"{name}: test accuracy per pass against shard count (threads)",
+                  ["combine", "shards", *[f"pass {p}" for p in range(1, passes + 1)],
+                   "state bytes", "increment bytes", "bytes per round"])
+    print(f"\n== {name}: accuracy per pass against shards; bytes per round")
+    for combine in ("sum", "average"):
+        for shards in shard_counts:
+            trainer = ThreadShardedTrainer(learner(), n_jobs=2, n_shards=shards, max_iter=1,
+                                           combine=combine, shuffle=False, warm_start=True)
+            scores = []
+            for _ in range(passes):
+                trainer.fit(X, y)
+                scores.append(metrics(trainer.estimator_, Xt, yt)[0])
+            # one round's traffic: the state to every shard, one increment per shard
+            state = trainer.estimator_
+            rows = np.arange(min(X.shape[0], -(-X.shape[0] // shards)))
+            shard = pickle.loads(pickle.dumps(state)).partial_fit(X[rows], y[rows])
+            rule = _rule_of(state)
+            increment = _increment(rule, shard, rule.sums(state), 0, combine)
+            state_bytes = len(pickle.dumps(state, protocol=5))
+            inc_bytes = len(pickle.dumps(increment, protocol=5))
+            total = shards * (state_bytes + inc_bytes)
+            print(f"{combine:>8} {shards:>4} " + " ".join(f"{s:.4f}" for s in scores)
+                  + f"  state {state_bytes} B, increment {inc_bytes} B, round {total} B")
+            RESULTS.row(table, combine, shards, *scores, state_bytes, inc_bytes, total)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--combine", choices=("sum", "average"), default="average")
+    parser.add_argument("--shards", default="2,4,8,16,32",
+                        help="shard counts of the simulation")
+    parser.add_argument("--shared-data",
+                        default=os.path.join(HERE, "..", "..", "shared", "data"))
+    parser.add_argument("--no-dask", action="store_true", help="threads and memory only")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes: checks that the script runs")
+    RESULTS.add_argument(parser)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.rows, args.passes, args.shards = 4000, 2, "2,4"
+    shard_counts = [int(s) for s in args.shards.split(",")]
+
+    sets = [synthetic(args.rows)]
+    if not args.smoke:
+        sets += [s for s in (reuters(args.shared_data), newsgroups(args.shared_data)) if s]
+
+    client = cluster = None
+    if not args.no_dask:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            sys.exit('Dask is needed (pip install "sklearn_adaprox[dask]"), or --no-dask')
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+    try:
+        for name, X, y, Xt, yt in sets:
+            side_by_side(name, X, y, Xt, yt, args.passes, args.combine, client)
+            shard_simulation(name, X, y, Xt, yt, args.passes, shard_counts)
+    finally:
+        if client is not None:
+            client.close()
+            cluster.close()
+    RESULTS.write(args.json)
+
+
+if __name__ == "__main__":
+    main()

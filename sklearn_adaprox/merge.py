@@ -1,0 +1,640 @@
+"""Merging models trained on shards of the data into one model.
+
+The adaptive learners of this package keep most of their state as *sums*
+over the steps taken: AdaGrad's ``u = sum g`` and ``n = sum g**2`` (and
+FTRL-Proximal's ``z``), implicit FTRL's ``theta`` and the ``gamma`` sums
+behind ``lambda``, the AUC learner's squared-gradient sums and score
+statistics, and the step counter ``t``.  Models that started from the same
+state ``base`` and each learnt from their own shard of the data differ from
+it by *increments*; the merged state is ``base + sum_k (m_k - base)``.  With
+one shard this is the shard's model itself; with K shards it is the
+sequential learner fed the same gradients, computed at points up to one
+round stale: distributed (delayed) dual averaging, Duchi, Agarwal &
+Wainwright (2012) and Agarwal & Duchi (2011).
+
+The parts of a state that are not sums (mirror descent's weights, the AUC
+learner's iterate and momentum) are averaged: per coordinate, weighted by
+each shard's increment of the AdaGrad accumulator (the scheme of Agarwal,
+Chapelle, Dudik & Langford, JMLR 2014, behind Vowpal Wabbit's AllReduce),
+or weighted by the steps each shard took.  ``doc/scaling.md`` lists, per
+estimator and option, which parts are exact sums and which are averages.
+
+``combine="average"`` averages the increments of the sums as well (per
+coordinate, weighted by the squared-gradient increments where the learner
+keeps them): parameter mixing, which stays stable when many shards each
+correct the same error of the state they started from.
+
+Everything here reads the fitted attributes of the estimators and writes
+those of a new one; no estimator is modified.  The same increments
+(``_increment``), added pairwise in any grouping (``_add``, associative and
+commutative up to rounding), serve the tree reduction of the Dask driver
+(:mod:`sklearn_adaprox.distributed`).
+"""
+import copy
+
+import numpy as np
+
+from ._base import BaseOnlineLinearModel
+from .adagrad import AdaGradClassifier
+from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
+from .pairwise_auc import PairwiseAUCClassifier
+from .rda_plus import RDAPlusClassifier
+
+# Parameters that govern the training loop of ``fit`` (or what is printed),
+# not the update rule or the layout of the state: models that differ only
+# in these merge.
+LOOP_PARAMETERS = frozenset({
+    "max_iter", "tol", "n_iter_no_change", "shuffle", "random_state",
+    "warm_start", "verbose", "n_jobs", "early_stopping", "validation_fraction",
+})
+
+
+def resolved_attributes(estimator):
+    """Fitted attributes holding values the estimator resolves from the data
+    of its first call (e.g. a step size ``eta="auto"`` stored as ``eta_``):
+    the class's ``_resolved_params``, plus implicit FTRL's ``G_`` when
+    ``G=None`` (the gradient bound read from the first call's data)."""
+    names = tuple(getattr(type(estimator), "_resolved_params", ()) or ())
+    if isinstance(estimator, (ImplicitFTRLClassifier, ImplicitFTRLRegressor)):
+        if getattr(estimator, "G", None) is None and "G_" not in names:
+            names += ("G_",)
+    return names
+
+
+def _same(a, b):
+    """Equality of parameter or attribute values, arrays and NaN included."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc" and b.dtype.kind in "fc":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return bool(np.array_equal(a, b))
+    if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+# ----------------------------------------------------------------------
+# Per estimator: which parts of the state are sums, which are averaged, and
+# how the merged state is written back.
+class _Rule:
+    """How one kind of model merges.  ``sums(est)``: the additive state,
+    name -> array or float.  ``zero(est)``: the same for a model that has
+    taken no step (the base of a merge without ``base``).
+    ``averaged(est, increments)``: name -> (value, weight) of the averaged
+    state, the weights from the model's own increments.
+    ``latest(est)``: state taken from the last model that took a step.
+    ``write(target, sums, averages, latest)``: the merged state into a copy
+    of a model."""
+
+    def check(self, est):
+        """ValueError if the options of ``est`` have no merge."""
+
+    def averaged(self, est, increments):
+        return {}
+
+    def latest(self, est):
+        return {}
+
+    def activity(self, name, increments):
+        """Weight of a model's increment of the sum ``name`` when increments
+        are averaged (``combine="average"``): the steps it took; the step
+        counters themselves are plain means."""
+        return 1.0 if name in self.counters else float(increments["t"])
+
+    counters = ("t",)
+
+
+class _AdaGradRule(_Rule):
+    """Element-wise AdaGrad (binary or one-vs-rest, diagonal or identity
+    matrix, element-wise penalty): the state is ``accumulators_`` (u, sqrt
+    n), the intercept's (u_b, n_b) and t; the weights of dual averaging and
+    FTRL-Proximal are closed forms of them, mirror descent's are averaged."""
+
+    def check(self, est):
+        if "accumulators_" not in est.__dict__:
+            raise ValueError(
+                "merge supports AdaGradClassifier with its element-wise options "
+                "(multi_class='ovr', matrix='diagonal' or 'identity', an "
+                "element-wise penalty, no l1_ball); got a model with "
+                f"multi_class={est.multi_class!r}, matrix={est.matrix!r}, "
+                f"penalty={est.penalty!r}, l1_ball={est.l1_ball!r}.")
+        if (est._rule["update"] == "mirror_descent") != ("md_weights_" in est.__dict__):
+            raise ValueError("The model's state does not match its update rule.")
+
+    def sums(self, est):
+        acc = est.accumulators_
+        return {"u": np.array(acc[..., 0]), "n": acc[..., 1] * acc[..., 1],
+                "u_b": np.array(est.intercept_sum_gradient_, dtype=np.float64),
+                "n_b": np.array(est.intercept_sum_sq_gradient_, dtype=np.float64),
+                "t": int(est.t_)}
+
+    def zero(self, est):
+        acc = est.accumulators_
+        p = acc.shape[0]
+        return {"u": np.zeros(acc.shape[:2]), "n": np.zeros(acc.shape[:2]),
+                "u_b": np.zeros(p), "n_b": np.zeros(p), "t": 0}
+
+    def activity(self, name, increments):
+        # per coordinate, its increment of the sum of squared gradients
+        # (Agarwal, Chapelle, Dudik & Langford 2014)
+        if name in ("u", "n"):
+            return increments["n"]
+        if name in ("u_b", "n_b"):
+            return increments["n_b"]
+        return super().activity(name, increments)
+
+    def averaged(self, est, increments):
+        if est._rule["update"] != "mirror_descent":
+            return {}
+        return {"w": (np.array(est.coef_), increments["n"]),
+                "b": (np.array(est.intercept_, dtype=np.float64), increments["n_b"])}
+
+    def write(self, target, sums, averages, latest):
+        target.accumulators_ = np.stack([sums["u"], np.sqrt(np.maximum(sums["n"], 0.0))],
+                                        axis=-1)
+        target.intercept_sum_gradient_ = sums["u_b"]
+        target.intercept_sum_sq_gradient_ = np.maximum(sums["n_b"], 0.0)
+        target.t_ = int(sums["t"])
+        rule = target._rule
+        if rule["update"] == "mirror_descent":
+            target.md_weights_ = averages["w"]
+            target.md_steps_ = np.full(averages["w"].shape, target.t_, dtype=np.int64)
+            target.intercept_ = averages["b"]
+            return
+        u_b, n_b = target.intercept_sum_gradient_, target.intercept_sum_sq_gradient_
+        if rule["update"] == "dual_averaging" and not rule["adaptive"]:
+            root = np.full(u_b.shape, np.sqrt(float(target.t_)))
+        else:
+            root = np.sqrt(n_b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = -rule["eta"] * u_b / (rule["delta"] + root)
+        target.intercept_ = np.where(u_b == 0.0, 0.0, b)
+
+
+class _ImplicitFTRLRule(_Rule):
+    """Implicit FTRL: ``theta`` (with the intercept's) and the loss sums are
+    sums; ``lambda`` is ``G / beta`` plus the sum of every ``gamma / beta**2``
+    so far, so ``lambda + gamma / beta**2`` (the pending ``gamma_`` folded
+    in) is a sum too.  The merged model has no pending ``gamma``."""
+
+    def sums(self, est):
+        # before its first step a model's lambda is NaN; its value then is
+        # lambda_1 = G / beta, of the resolved G_ or the G parameter
+        G = np.where(np.isnan(est.G_), np.nan if est.G is None else float(est.G), est.G_)
+        lam_1 = np.where(np.isnan(G), 0.0, G / float(est.beta))
+        lam = np.where(np.isnan(est.lambda_), lam_1, est.lambda_)
+        return {"theta": np.array(est.theta_), "theta_b": np.array(est.intercept_theta_),
+                "L": lam + est.gamma_ / float(est.beta) ** 2,
+                "loss": np.array(est.cumulative_loss_),
+                "weight": np.array(est.cumulative_weight_), "t": int(est.t_)}
+
+    def zero(self, est):
+        lam_1 = np.where(np.isnan(est.G_), 0.0, est.G_ / float(est.beta))
+        return {"theta": np.zeros_like(est.theta_),
+                "theta_b": np.zeros_like(est.intercept_theta_),
+                "L": lam_1, "loss": np.zeros_like(est.cumulative_loss_),
+                "weight": np.zeros_like(est.cumulative_weight_), "t": 0}
+
+    def latest(self, est):
+        return {"G_": np.array(est.G_)}
+
+    def write(self, target, sums, averages, latest):
+        if "G_" in latest:  # a base that took no step has not fixed G yet
+            target.G_ = np.where(np.isnan(target.G_), latest["G_"], target.G_)
+        target.theta_ = sums["theta"]
+        target.intercept_theta_ = sums["theta_b"]
+        fixed = ~np.isnan(target.G_)
+        target.lambda_ = np.where(fixed, sums["L"], np.nan)
+        target.gamma_ = np.zeros_like(target.gamma_)
+        target.cumulative_loss_ = sums["loss"]
+        target.cumulative_weight_ = sums["weight"]
+        target.t_ = int(sums["t"])
+        theta = target.theta_.reshape(target.lambda_.shape[0], -1)
+        sq = np.einsum("ij,ij->i", theta, theta)
+        if target.fit_intercept:
+            sq = sq + target.intercept_theta_ ** 2
+        target.sq_norm_theta_ = sq
+        lam = np.where(fixed, target.lambda_, 1.0)
+        target.intercept_ = target.intercept_theta_ / lam
+        target._update_average_loss()
+
+
+class _PairwiseAUCRule(_Rule):
+    """AOGD / OGD: squared-gradient sums, score statistics, pair counts and
+    the sum of iterates (``average=True``) are sums; the iterate and the
+    momentum are averaged, weighted by the steps each model took; the pair
+    partner (the last sample) is the last stepping model's."""
+
+    def sums(self, est):
+        return {"ssq": np.array(est.sum_sq_gradient_), "v": np.array(est.total_sq_gradient_),
+                "stats": np.array(est.score_stats_), "pairs": float(est.pair_weight_),
+                "ordered": float(est.ordered_pair_weight_),
+                "w_sum": np.array(est.coef_sum_), "n_avg": int(est.averaged_steps_),
+                "t": int(est.t_)}
+
+    def zero(self, est):
+        return {"ssq": np.zeros_like(est.sum_sq_gradient_),
+                "v": np.zeros_like(est.total_sq_gradient_),
+                "stats": np.zeros_like(est.score_stats_), "pairs": 0.0, "ordered": 0.0,
+                "w_sum": np.zeros_like(est.coef_sum_), "n_avg": 0, "t": 0}
+
+    counters = ("t", "n_avg")
+
+    def activity(self, name, increments):
+        if name == "ssq":
+            return increments["ssq"]
+        return super().activity(name, increments)
+
+    def averaged(self, est, increments):
+        steps = float(increments["t"])
+        return {"w": (np.array(est.iterate_), steps), "m": (np.array(est.momentum_), steps)}
+
+    def latest(self, est):
+        return {"last_sample_indices_": np.array(est.last_sample_indices_),
+                "last_sample_values_": np.array(est.last_sample_values_),
+                "last_sample_label_": float(est.last_sample_label_),
+                "last_sample_weight_": float(est.last_sample_weight_)}
+
+    def write(self, target, sums, averages, latest):
+        target.sum_sq_gradient_ = sums["ssq"]
+        target.total_sq_gradient_ = sums["v"]
+        target.score_stats_ = sums["stats"]
+        target.pair_weight_ = float(sums["pairs"])
+        target.ordered_pair_weight_ = float(sums["ordered"])
+        target.coef_sum_ = sums["w_sum"]
+        target.averaged_steps_ = int(sums["n_avg"])
+        target.t_ = int(sums["t"])
+        target.iterate_ = averages["w"]
+        target.momentum_ = averages["m"]
+        for name, value in latest.items():
+            setattr(target, name, value)
+        if target.average and target.averaged_steps_ > 0:
+            target.coef_ = target.coef_sum_ / target.averaged_steps_
+        else:
+            target.coef_ = np.array(target.iterate_)
+        target.progressive_auc_ = (target.ordered_pair_weight_ / target.pair_weight_
+                                   if target.pair_weight_ > 0 else np.nan)
+        target.intercept_ = np.array(
+            [-target._threshold() if target.fit_intercept else 0.0])
+
+
+class _RDAPlusRule(_Rule):
+    """RDA+ without its local phase (``local_phase=False``): the dual
+    averaging sums ``u``, ``u_b`` and the step counts are sums; the iterate
+    is their closed form."""
+
+    def check(self, est):
+        if est.local_phase:
+            raise ValueError(
+                "merge supports RDAPlusClassifier with local_phase=False (the "
+                "dual-averaging state); a model with local_phase=True keeps a "
+                "reservoir and the result of its Newton phase, which do not "
+                "merge. Train the shards with local_phase=False.")
+
+    def sums(self, est):
+        return {"u": np.array(est.sum_gradient_),
+                "u_b": np.array(est.intercept_sum_gradient_),
+                "rda_t": np.array(est.rda_t_), "t": int(est.t_)}
+
+    def zero(self, est):
+        return {"u": np.zeros_like(est.sum_gradient_),
+                "u_b": np.zeros_like(est.intercept_sum_gradient_),
+                "rda_t": np.zeros_like(est.rda_t_), "t": 0}
+
+    counters = ("t", "rda_t")
+
+    def latest(self, est):
+        return {"last_support_change_": np.array(est.last_support_change_)}
+
+    def write(self, target, sums, averages, latest):
+        target.sum_gradient_ = sums["u"]
+        target.intercept_sum_gradient_ = sums["u_b"]
+        target.rda_t_ = np.asarray(sums["rda_t"], dtype=np.int64)
+        target.t_ = int(sums["t"])
+        target.last_support_change_ = np.maximum(
+            latest.get("last_support_change_", target.last_support_change_), 0)
+        target.coef_ = np.array(target.coef_, dtype=np.float64)
+        target.intercept_ = np.array(target.intercept_, dtype=np.float64)
+        for k in range(target.coef_.shape[0]):
+            w, b = target._rda_iterate(k)
+            target.coef_[k] = w
+            target.intercept_[k] = b if target.fit_intercept else 0.0
+
+
+_RULES = (
+    (AdaGradClassifier, _AdaGradRule()),
+    (ImplicitFTRLClassifier, _ImplicitFTRLRule()),
+    (ImplicitFTRLRegressor, _ImplicitFTRLRule()),
+    (PairwiseAUCClassifier, _PairwiseAUCRule()),
+    (RDAPlusClassifier, _RDAPlusRule()),
+)
+
+
+def _rule_of(estimator):
+    for cls, rule in _RULES:
+        if isinstance(estimator, cls):
+            return rule
+    raise ValueError(
+        f"merge does not know how to merge {type(estimator).__name__}; it merges "
+        + ", ".join(cls.__name__ for cls, _ in _RULES) + ".")
+
+
+# ----------------------------------------------------------------------
+# validation (nothing is modified)
+def _is_fitted(est):
+    return isinstance(est, BaseOnlineLinearModel) and hasattr(est, "t_")
+
+
+def check_mergeable(models, base=None):
+    """ValueError naming the first difference that rules out merging
+    ``models`` (and continuing ``base``); returns the merge rule.
+
+    Compared: the type, that each model is fitted, the parameters (except
+    those of the training loop, ``LOOP_PARAMETERS``), ``classes_``,
+    ``n_features_in_``, ``feature_names_in_``, the values resolved from
+    the data of the first call (``resolved_attributes``) and the options
+    the merge covers.
+    """
+    if not models:
+        raise ValueError("merge needs at least one model; got none.")
+    first = models[0]
+    if not isinstance(first, BaseOnlineLinearModel):
+        raise ValueError(
+            f"merge takes estimators of sklearn_adaprox; got {type(first).__name__}.")
+    rule = _rule_of(first)
+    others = [(f"models[{i}]", m) for i, m in enumerate(models)]
+    if base is not None:
+        others.append(("base", base))
+    params = {k: v for k, v in first.get_params(deep=False).items()
+              if k not in LOOP_PARAMETERS}
+    for name, model in others:
+        if type(model) is not type(first):
+            raise ValueError(
+                f"{name} is a {type(model).__name__}, models[0] a "
+                f"{type(first).__name__}: only models of one type merge.")
+        if not _is_fitted(model):
+            raise ValueError(f"{name} is not fitted: every model must be fitted to merge.")
+        for key, value in model.get_params(deep=False).items():
+            if key in params and not _same(value, params[key]):
+                raise ValueError(
+                    f"{name} has {key}={value!r}, models[0] has {key}={params[key]!r}: "
+                    "models with different parameters do not merge.")
+        for attr in ("n_features_in_", "classes_", "feature_names_in_"):
+            mine, theirs = getattr(model, attr, None), getattr(first, attr, None)
+            if not _same(mine, theirs):
+                raise ValueError(
+                    f"{name} has {attr}={mine!r}, models[0] has {attr}={theirs!r}.")
+        for attr in resolved_attributes(first):
+            mine, theirs = getattr(model, attr, None), getattr(first, attr, None)
+            if not _same(mine, theirs):
+                raise ValueError(
+                    f"{name} resolved {attr}={mine!r} from its data, models[0] "
+                    f"resolved {attr}={theirs!r}: models that resolved different "
+                    "values do not merge (start every shard from the same state, "
+                    "or set the parameter explicitly).")
+        rule.check(model)
+    if base is not None:
+        for i, model in enumerate(models):
+            if model.t_ < base.t_:
+                raise ValueError(
+                    f"models[{i}] has taken {model.t_} steps, fewer than base "
+                    f"({base.t_}): it cannot have continued from base.")
+    return rule
+
+
+# ----------------------------------------------------------------------
+# increments: what a model adds to its base, in a form whose sum over the
+# models is the merge (associative, so it can be reduced as a tree)
+COMBINES = ("sum", "average")
+
+# Arrays of at least this many entries, of which fewer than a third are
+# non-zero, travel as their non-zero entries (an increment touches only the
+# columns of its shard's rows: on hashed text a small part of them).
+SPARSE_MIN_SIZE = 4096
+
+
+class _SparseIncrement:
+    """The non-zero entries of a float64 array: flat indices (sorted,
+    unique) and values."""
+
+    __slots__ = ("shape", "index", "values")
+
+    def __init__(self, shape, index, values):
+        self.shape, self.index, self.values = shape, index, values
+
+    def __getstate__(self):
+        return self.shape, self.index, self.values
+
+    def __setstate__(self, state):
+        self.shape, self.index, self.values = state
+
+    def dense(self):
+        out = np.zeros(int(np.prod(self.shape)))
+        out[self.index] = self.values
+        return out.reshape(self.shape)
+
+
+def _compact(value):
+    """``value``, or its non-zero entries when that is much smaller."""
+    if (isinstance(value, np.ndarray) and value.dtype == np.float64
+            and value.size >= SPARSE_MIN_SIZE):
+        index = np.flatnonzero(value)
+        if 3 * index.size < value.size:
+            return _SparseIncrement(value.shape, index, value.reshape(-1)[index])
+    return value
+
+
+def _dense(value):
+    return value.dense() if isinstance(value, _SparseIncrement) else value
+
+
+def _plus(a, b):
+    """``a + b`` for arrays, numbers and sparse increments, entry by entry
+    the same floating-point sums as the dense arrays' (an entry absent from
+    one side adds exactly zero)."""
+    if a is None:
+        return None
+    sparse_a, sparse_b = isinstance(a, _SparseIncrement), isinstance(b, _SparseIncrement)
+    if not (sparse_a or sparse_b):
+        return a + b
+    if sparse_a and sparse_b:
+        index = np.concatenate([a.index, b.index])
+        values = np.concatenate([a.values, b.values])
+        order = np.argsort(index, kind="stable")
+        index, values = index[order], values[order]
+        starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+        summed = np.add.reduceat(values, starts) if values.size else values
+        out = _SparseIncrement(a.shape, index[starts], summed)
+        return out.dense() if 3 * out.index.size >= int(np.prod(a.shape)) else out
+    dense, sparse = (b, a) if sparse_a else (a, b)
+    out = np.array(dense, dtype=np.float64)
+    out.reshape(-1)[sparse.index] += sparse.values
+    return out
+
+
+def _increment(rule, model, base_sums, position=0, combine="sum"):
+    """The contribution of ``model`` to the merge over ``base_sums``:
+    ``{"sums": m - base, "avg": name -> [sum w v, sum w, sum v, count],
+    "latest": (position, state) or None, "count": 1, "combine": combine}``.
+    With ``combine="average"`` the increments of the sums are averaged too
+    (entries ``"sum:<name>"`` of ``avg``, weighted by ``rule.activity``)."""
+    own = rule.sums(model)
+    sums = {k: own[k] - base_sums[k] for k in own}
+    avg = {}
+    for name, (value, weight) in rule.averaged(model, sums).items():
+        weight = np.asarray(weight, dtype=np.float64)
+        avg[name] = [_compact(weight * value), _compact(weight * np.ones_like(value)),
+                     np.array(value), 1]
+    if combine == "average":
+        for name, value in sums.items():
+            value = np.asarray(value, dtype=np.float64)
+            weight = np.maximum(np.asarray(rule.activity(name, sums), dtype=np.float64), 0.0)
+            # the plain values (the fallback where no weight) are "sums"
+            avg["sum:" + name] = [_compact(weight * value),
+                                  _compact(weight * np.ones_like(value)), None, 1]
+    latest = (position, rule.latest(model)) if sums["t"] > 0 else None
+    sums = {k: _compact(v) for k, v in sums.items()}
+    return {"sums": sums, "avg": avg, "latest": latest, "count": 1, "combine": combine}
+
+
+def _add(a, b):
+    """The sum of two increments (a new one; neither is modified).  The
+    ``latest`` state is the one of the larger position."""
+    sums = {k: _plus(a["sums"][k], b["sums"][k]) for k in a["sums"]}
+    avg = {k: [_plus(a["avg"][k][j], b["avg"][k][j]) for j in range(4)] for k in a["avg"]}
+    latest = a["latest"]
+    if b["latest"] is not None and (latest is None or b["latest"][0] > latest[0]):
+        latest = b["latest"]
+    return {"sums": sums, "avg": avg, "latest": latest, "count": a["count"] + b["count"],
+            "combine": a["combine"]}
+
+
+def _apply(rule, template, base_sums, total):
+    """A new estimator: ``template`` (deep-copied) with the merged state
+    ``base_sums + total`` written into it."""
+    merged = copy.deepcopy(template)
+    total = dict(total, sums={k: _dense(v) for k, v in total["sums"].items()},
+                 avg={k: [_dense(v) for v in entry] for k, entry in total["avg"].items()})
+    averages = {}
+    for name, (weighted, weights, plain, count) in total["avg"].items():
+        if plain is None:
+            plain = np.asarray(total["sums"][name[len("sum:"):]], dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            averages[name] = np.where(weights > 0, weighted / np.where(weights > 0, weights, 1.0),
+                                      plain / count)
+    sums = {}
+    for k, base in base_sums.items():
+        if total["combine"] == "average":
+            step = averages.pop("sum:" + k)
+            if isinstance(total["sums"][k], (int, np.integer)) or (
+                    isinstance(base, np.ndarray) and base.dtype.kind == "i"):
+                step = np.rint(step).astype(np.int64)
+            sums[k] = base + (step.item() if np.ndim(step) == 0 else step)
+        else:
+            sums[k] = base + total["sums"][k]
+    latest = total["latest"][1] if total["latest"] is not None else {}
+    rule.write(merged, sums, averages, latest)
+    merged._state_version = merged.__dict__.get("_state_version", 0) + 1
+    merged.n_iter_ = 1
+    return merged
+
+
+def merge(models, base=None, *, combine="sum"):
+    """Merge models trained on shards of the data into one model.
+
+    The models must be of one estimator class, with the same parameters
+    (those of the training loop, such as ``max_iter`` or ``random_state``,
+    may differ), the same ``classes_`` and ``n_features_in_``, and the same
+    values resolved from the data of a first call.  Each model is either
+    trained from scratch on its shard (``base=None``) or continued from the
+    fitted model ``base`` (every shard from the same ``base``, as the Dask
+    driver does each round).
+
+    The merged state is ``base + sum_k (model_k - base)`` for the parts of
+    the state that are sums over the steps (exact: the sequential learner
+    fed the same gradients, computed at stale points), and a weighted
+    average for the parts that are not (see ``doc/scaling.md``).  One model
+    merges to a copy of itself.
+
+    Parameters
+    ----------
+    models : sequence of fitted estimators
+        The shard models, in shard order (where a state is taken from the
+        last model, such as the AUC learner's pair partner, it is the last
+        model of the list that took a step).
+    base : fitted estimator or None, default=None
+        The state every model continued from; None: every model started
+        from scratch.
+    combine : {"sum", "average"}, default="sum"
+        ``"sum"``: the increments of the sums are added (the exact delayed
+        learner: every gradient of every shard counts once).  ``"average"``:
+        they are averaged, per coordinate weighted by each model's increment
+        of the sum of squared gradients where the learner keeps one
+        (AdaGrad; the AUC learner's), else by its steps, and the step
+        counters by their plain mean: parameter mixing as in Agarwal et al.
+        (2014), which stays stable when many shards each correct the same
+        error of the state they started from (see ``doc/scaling.md``).  The
+        merged ``t_`` then counts the steps of an average shard.
+
+    Returns
+    -------
+    merged : estimator
+        A new fitted estimator of the models' class: it predicts, continues
+        with ``partial_fit`` and pickles like any fitted one.  Its
+        ``loss_curve_`` is the one of ``base`` (empty without it), except
+        for a single model, whose exact copy is returned.
+
+    Raises
+    ------
+    ValueError
+        If the models (or ``base``) are not compatible; the message names
+        the first difference.  No model is modified.
+
+    References
+    ----------
+    J. C. Duchi, A. Agarwal and M. J. Wainwright, "Dual averaging for
+    distributed optimization: convergence analysis and network scaling",
+    IEEE Trans. Automatic Control, 2012.
+
+    A. Agarwal and J. C. Duchi, "Distributed delayed stochastic
+    optimization", NeurIPS 2011.
+
+    A. Agarwal, O. Chapelle, M. Dudik and J. Langford, "A reliable
+    effective terascale linear learning system", JMLR 15, 2014.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_adaprox import AdaGradClassifier, merge
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.randn(200, 5)
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> shards = [AdaGradClassifier().partial_fit(X[i::2], y[i::2], classes=[0, 1])
+    ...           for i in range(2)]
+    >>> model = merge(shards)
+    >>> model.t_
+    200
+    >>> float(model.score(X, y)) > 0.9
+    True
+    """
+    models = list(models)
+    if combine not in COMBINES:
+        raise ValueError(f"combine must be one of {COMBINES}; got {combine!r}.")
+    rule = check_mergeable(models, base)
+    if len(models) == 1:
+        return copy.deepcopy(models[0])
+    base_sums = rule.zero(models[0]) if base is None else rule.sums(base)
+    total = None
+    for position, model in enumerate(models):
+        inc = _increment(rule, model, base_sums, position, combine)
+        total = inc if total is None else _add(total, inc)
+    merged = _apply(rule, models[0] if base is None else base, base_sums, total)
+    merged.loss_curve_ = [] if base is None else list(base.loss_curve_)
+    return merged

@@ -1,0 +1,422 @@
+"""sklearn_adaprox.merge: shard models merged into one.
+
+The merge is checked against the NumPy transcription of "K shard passes from
+the same state, then merge" (tests/reference/merge.py) over two rounds (from
+scratch, then from the merged state), for every estimator and update option
+it covers; plus its invariants (one model is itself; the inputs are never
+modified; the merged model predicts, continues and pickles) and its errors.
+"""
+import copy
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+
+from reference import merge as ref
+from sklearn_adaprox import (
+    AdaGradClassifier,
+    ImplicitFTRLClassifier,
+    ImplicitFTRLRegressor,
+    PairwiseAUCClassifier,
+    RDAPlusClassifier,
+    merge,
+)
+
+K = 3
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.randn(150, 8) * (rng.rand(150, 8) < 0.6)
+    coef = rng.randn(8)
+    y = np.where(X @ coef + 0.3 * rng.randn(150) > 0, 1.0, -1.0)
+    sw = rng.uniform(0.5, 1.5, 150)
+    sw[::17] = 0.0
+    return X, y, sw
+
+
+def _blocks(n, k):
+    return np.array_split(np.arange(n), k)
+
+
+def _shard_round(est, base, X, y, sw, k, sparse=False):
+    """Models continued from ``base`` (None: fresh) on k row blocks."""
+    models = []
+    for rows in _blocks(X.shape[0], k):
+        m = clone(est) if base is None else copy.deepcopy(base)
+        Xk = sp.csr_matrix(X[rows]) if sparse else X[rows]
+        if isinstance(est, ImplicitFTRLRegressor):
+            m.partial_fit(Xk, y[rows], sample_weight=sw[rows])
+        else:
+            m.partial_fit(Xk, y[rows], classes=[-1.0, 1.0], sample_weight=sw[rows])
+        models.append(m)
+    return models
+
+
+# ----------------------------------------------------------------------
+# AdaGrad
+ADAGRAD_CASES = [
+    dict(update="dual_averaging", penalty="l2", alpha=1e-2),
+    dict(update="dual_averaging", penalty="elasticnet", alpha=2e-2, l1_ratio=0.5),
+    dict(update="dual_averaging", penalty="l1", alpha=1e-2, matrix="identity"),
+    dict(update="mirror_descent", penalty="l2", alpha=1e-2),
+    dict(update="mirror_descent", penalty="l1", alpha=1e-2, delta=0.1),
+    dict(update="ftrl_proximal", penalty="elasticnet", alpha=1e-2, l1_ratio=0.5, delta=1.0),
+    dict(update="ftrl_proximal", penalty=None),
+]
+
+
+@pytest.mark.parametrize("params", ADAGRAD_CASES)
+@pytest.mark.parametrize("sparse, combine", [(False, "sum"), (True, "sum"),
+                                             (True, "average")])
+def test_adagrad_merge_matches_transcription(data, params, sparse, combine):
+    X, y, sw = data
+    est = AdaGradClassifier(loss="log_loss", eta=0.5, shuffle=False, tol=None, **params)
+    l1, l2 = est._penalty_strengths()
+    hyper = dict(update=est.update, eta=est.eta, delta=est.delta, l1=l1, l2=l2,
+                 adaptive=est.matrix != "identity")
+    base, state = None, ref.adagrad_state(X.shape[1])
+    for _ in range(2):
+        models = _shard_round(est, base, X, y, sw, K, sparse)
+        shards = [ref.adagrad_pass(X[r], y[r], sw[r], state, loss="log_loss",
+                                   fit_intercept=True, **hyper)
+                  for r in _blocks(X.shape[0], K)]
+        state = ref.adagrad_merge(state, shards, combine=combine, **hyper)
+        base = merge(models, base=base, combine=combine)
+        w, b = ref.adagrad_weights(state, **hyper)
+        assert base.t_ == state["t"]
+        assert_allclose(base.sum_gradient_[0], state["u"], rtol=0, atol=1e-10)
+        assert_allclose(base.sum_sq_gradient_[0], state["ssq"], rtol=1e-12, atol=1e-10)
+        assert_allclose(base.coef_[0], w, rtol=0, atol=1e-10)
+        assert_allclose(base.intercept_[0], b, rtol=0, atol=1e-10)
+        assert_allclose(base.intercept_sum_gradient_[0], state["b_u"], rtol=0, atol=1e-10)
+    assert np.any(base.coef_ != 0)
+
+
+# ----------------------------------------------------------------------
+# implicit FTRL
+@pytest.mark.parametrize("update", ["linear", "truncated", "twostep", "proximal"])
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_implicit_ftrl_merge_matches_transcription(data, update, kind):
+    X, y, sw = data
+    if kind == "classifier":
+        est = ImplicitFTRLClassifier(loss="log_loss", update=update, beta=2.0, G=3.0,
+                                     shuffle=False, tol=None)
+        target, loss = y, "log_loss"
+    else:
+        est = ImplicitFTRLRegressor(loss="squared_error", update=update, beta=2.0, G=3.0,
+                                    shuffle=False, tol=None)
+        target, loss = X @ np.linspace(-1, 1, X.shape[1]) + 0.1, "squared_error"
+    state = ref.implicit_ftrl_state(X.shape[1], G=3.0, beta=2.0, fit_intercept=True)
+    base = None
+    for _ in range(2):
+        models = _shard_round(est, base, X, target, sw, K)
+        shards = [ref.implicit_ftrl_pass(X[r], target[r], sw[r], state, loss=loss,
+                                         update=update, beta=2.0, fit_intercept=True)
+                  for r in _blocks(X.shape[0], K)]
+        state = ref.implicit_ftrl_merge(state, shards, beta=2.0)
+        base = merge(models, base=base)
+        coef = np.ravel(base.coef_)
+        assert base.t_ == state["t"]
+        assert_allclose(np.ravel(base.theta_), state["theta"][:-1], rtol=1e-10, atol=1e-10)
+        assert_allclose(base.lambda_[0], state["lam"], rtol=1e-12)
+        assert_allclose(coef, state["theta"][:-1] / state["lam"], rtol=1e-10, atol=1e-10)
+        assert_allclose(base.intercept_[0], state["theta"][-1] / state["lam"],
+                        rtol=1e-10, atol=1e-10)
+        assert_allclose(base.sq_norm_theta_[0], state["theta"] @ state["theta"],
+                        rtol=1e-12)
+
+
+# ----------------------------------------------------------------------
+# pairwise AUC
+@pytest.mark.parametrize("algorithm, adaptive", [("aogd", "coordinate"), ("aogd", "norm"),
+                                                 ("ogd", "norm")])
+@pytest.mark.parametrize("average", [False, True])
+def test_pairwise_auc_merge_matches_transcription(data, algorithm, adaptive, average):
+    X, y, sw = data
+    params = dict(loss="logistic", algorithm=algorithm, adaptive=adaptive, eta=0.3,
+                  theta=0.5, radius=2.0)
+    est = PairwiseAUCClassifier(shuffle=False, tol=None, average=average, **params)
+    state = ref.pairwise_auc_zero(X.shape[1])
+    base = None
+    for _ in range(2):
+        models = _shard_round(est, base, X, y, sw, K)
+        shards = [ref.pairwise_auc_pass(X[r], y[r], sw[r],
+                                        None if base is None else state,
+                                        average=average, **params)
+                  for r in _blocks(X.shape[0], K)]
+        state = ref.pairwise_auc_merge(state, shards)
+        base = merge(models, base=base)
+        assert base.t_ == state["t"]
+        assert_allclose(base.iterate_[0], state["w"], rtol=0, atol=1e-10)
+        assert_allclose(base.momentum_[0], state["m"], rtol=0, atol=1e-10)
+        assert_allclose(base.sum_sq_gradient_[0], state["ssq"], rtol=1e-12, atol=1e-12)
+        assert_allclose(base.total_sq_gradient_[0], state["v"], rtol=1e-12)
+        assert_allclose(base.score_stats_, state["score_stats"], rtol=1e-10, atol=1e-10)
+        expected = state["w_sum"] / state["n_averaged"] if average else state["w"]
+        assert_allclose(base.coef_[0], expected, rtol=0, atol=1e-10)
+        partner = np.zeros(X.shape[1])
+        partner[base.last_sample_indices_] = base.last_sample_values_
+        assert_array_equal(partner, state["prev"][0])
+        assert base.last_sample_label_ == state["prev"][1]
+
+
+# ----------------------------------------------------------------------
+# RDA+ (dual-averaging phase)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_rda_merge_matches_transcription(data, fit_intercept):
+    X, y, sw = data
+    est = RDAPlusClassifier(local_phase=False, tol=None, shuffle=False, alpha=0.02,
+                            gamma=0.7, fit_intercept=fit_intercept)
+    state = dict(u=np.zeros(X.shape[1]), u_b=0.0, t=0)
+    base = None
+    for _ in range(2):
+        models = _shard_round(est, base, X, y, sw, K)
+        shards = [ref.rda_pass(X[r], y[r], sw[r], state, gamma=0.7, lam=0.02,
+                               fit_intercept=fit_intercept)
+                  for r in _blocks(X.shape[0], K)]
+        state = ref.rda_merge(state, shards, gamma=0.7, lam=0.02,
+                              fit_intercept=fit_intercept)
+        base = merge(models, base=base)
+        assert base.rda_t_[0] == state["t"]
+        assert_allclose(base.sum_gradient_[0], state["u"], rtol=0, atol=1e-10)
+        assert_allclose(base.coef_[0], state["w"], rtol=0, atol=1e-10)
+        assert_allclose(base.intercept_[0], state["b"], rtol=0, atol=1e-10)
+
+
+# ----------------------------------------------------------------------
+# invariants
+ESTIMATORS = [
+    AdaGradClassifier(update="mirror_descent", penalty="l1", alpha=1e-3),
+    AdaGradClassifier(penalty="elasticnet", alpha=1e-3),
+    AdaGradClassifier(update="ftrl_proximal", penalty="l1", alpha=1e-2),
+    ImplicitFTRLClassifier(),
+    ImplicitFTRLRegressor(G=2.0),
+    PairwiseAUCClassifier(),
+    RDAPlusClassifier(local_phase=False),
+]
+
+
+def _fit_shards(est, X, y, k):
+    base = clone(est)
+    rows = _blocks(X.shape[0], k)[0]
+    # a common base (it fixes values resolved from the data, e.g. G_)
+    if isinstance(est, ImplicitFTRLRegressor):
+        base.partial_fit(X[rows[:10]], y[rows[:10]])
+    else:
+        base.partial_fit(X[rows[:10]], y[rows[:10]], classes=[-1.0, 1.0])
+    return base, _shard_round(est, base, X, y, np.ones(X.shape[0]), k)
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_one_model_merges_to_itself(data, est):
+    X, y, _ = data
+    base, (model,) = _fit_shards(est, X, y, 1)
+    merged = merge([model], base=base)
+    assert merged is not model
+    assert pickle.dumps(merged) == pickle.dumps(model)
+    assert_array_equal(merged.coef_, model.coef_)
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("combine", ["sum", "average"])
+def test_merged_model_is_a_working_estimator(data, est, combine):
+    X, y, _ = data
+    base, models = _fit_shards(est, X, y, K)
+    saved = [pickle.dumps(m) for m in [base, *models]]
+    merged = merge(models, base=base, combine=combine)
+    assert [pickle.dumps(m) for m in [base, *models]] == saved  # inputs unchanged
+    steps = [m.t_ - base.t_ for m in models]
+    assert merged.t_ == base.t_ + (sum(steps) if combine == "sum" else round(np.mean(steps)))
+    assert merged.predict(X).shape == (X.shape[0],)
+    assert np.all(np.isfinite(np.ravel(merged.coef_)))
+    again = pickle.loads(pickle.dumps(merged))
+    assert_array_equal(again.predict(X), merged.predict(X))
+    if isinstance(est, ImplicitFTRLRegressor):
+        again.partial_fit(X, y)
+    else:
+        again.partial_fit(X, y)
+    assert again.t_ > merged.t_
+
+
+def test_merge_from_scratch_counts_every_step(data):
+    X, y, _ = data
+    models = _shard_round(AdaGradClassifier(), None, X, y, np.ones(len(y)), K)
+    merged = merge(models)
+    assert merged.t_ == X.shape[0]
+    assert_allclose(merged.sum_gradient_, sum(m.sum_gradient_ for m in models))
+    assert merged.score(X, y) > 0.7
+
+
+# ----------------------------------------------------------------------
+# errors: a clear ValueError, nothing modified
+def _check_refused(models, match, base=None, **kwargs):
+    saved = [pickle.dumps(m) for m in models]
+    with pytest.raises(ValueError, match=match):
+        merge(models, base=base, **kwargs)
+    assert [pickle.dumps(m) for m in models] == saved
+
+
+def test_incompatible_models_are_refused(data):
+    X, y, _ = data
+    a = AdaGradClassifier(alpha=1e-3).partial_fit(X, y, classes=[-1.0, 1.0])
+    _check_refused([], "at least one")
+    _check_refused([a, a], "combine must be", combine="mean")
+    _check_refused([a, AdaGradClassifier(alpha=1e-2).partial_fit(X, y, classes=[-1.0, 1.0])],
+                   "alpha=0.01")
+    _check_refused([a, ImplicitFTRLClassifier().partial_fit(X, y, classes=[-1.0, 1.0])],
+                   "ImplicitFTRLClassifier")
+    _check_refused([a, AdaGradClassifier(alpha=1e-3)], "not fitted")
+    _check_refused([a, AdaGradClassifier(alpha=1e-3).partial_fit(X[:, :5], y,
+                                                                 classes=[-1.0, 1.0])],
+                   "n_features_in_")
+    _check_refused([a, AdaGradClassifier(alpha=1e-3).partial_fit(X, y,
+                                                                 classes=[-1.0, 1.0, 2.0])],
+                   "classes_")
+    multi = AdaGradClassifier(multi_class="multinomial", loss="log_loss")
+    m1 = clone(multi).partial_fit(X, y, classes=[-1.0, 1.0])
+    _check_refused([m1, copy.deepcopy(m1)], "element-wise")
+    rda = RDAPlusClassifier(max_iter=2).fit(X, y)
+    _check_refused([rda, copy.deepcopy(rda)], "local_phase=False")
+    _check_refused([a, a], "fewer than base", base=AdaGradClassifier(alpha=1e-3).partial_fit(
+        np.vstack([X, X]), np.r_[y, y], classes=[-1.0, 1.0]))
+    # values resolved from different data (implicit FTRL's G with G=None)
+    f1 = ImplicitFTRLClassifier().partial_fit(X[:50], y[:50], classes=[-1.0, 1.0])
+    f2 = ImplicitFTRLClassifier().partial_fit(3 * X[50:], y[50:], classes=[-1.0, 1.0])
+    _check_refused([f1, f2], "resolved G_")
+
+
+def test_resolved_params_of_the_class_are_compared(data, monkeypatch):
+    """The convention of data-resolved parameters: a class attribute
+    ``_resolved_params`` names the fitted attributes to compare."""
+    X, y, _ = data
+    a = AdaGradClassifier().partial_fit(X, y, classes=[-1.0, 1.0])
+    b = AdaGradClassifier().partial_fit(X, y, classes=[-1.0, 1.0])
+    a.eta_, b.eta_ = 0.1, 0.2
+    monkeypatch.setattr(AdaGradClassifier, "_resolved_params", ("eta_",), raising=False)
+    _check_refused([a, b], "eta_")
+    b.eta_ = 0.1
+    assert merge([a, b]).t_ == 2 * X.shape[0]
+
+
+# ----------------------------------------------------------------------
+# ThreadShardedTrainer: the merge on one machine's cores (no Dask needed)
+def test_threads_one_shard_is_the_in_memory_fit(data):
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    est = ImplicitFTRLClassifier()  # G resolved from the data, pinned, restored
+    trainer = ThreadShardedTrainer(est, n_shards=1, max_iter=3, shuffle=False).fit(X, y)
+    memory = clone(est).set_params(shuffle=False, tol=None, max_iter=3).fit(X, y)
+    assert_array_equal(trainer.estimator_.theta_, memory.theta_)
+    assert_array_equal(trainer.estimator_.lambda_, memory.lambda_)
+    assert_array_equal(trainer.estimator_.G_, memory.G_)
+    assert trainer.estimator_.G is None and trainer.resolved_params_ == {"G": memory.G_[0]}
+
+
+@pytest.mark.parametrize("update", ["dual_averaging", "mirror_descent"])
+@pytest.mark.parametrize("combine", ["sum", "average"])
+def test_threads_match_the_transcription_and_do_not_change_the_result(data, update, combine):
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    est = AdaGradClassifier(loss="log_loss", update=update, penalty="l1", alpha=1e-2,
+                            eta=0.5, delta=0.1)
+    kwargs = dict(n_shards=K, max_iter=2, shuffle=False, combine=combine)
+    two = ThreadShardedTrainer(est, n_jobs=2, **kwargs).fit(X, y)
+    one = ThreadShardedTrainer(est, n_jobs=1, **kwargs).fit(X, y)
+    assert_array_equal(two.estimator_.coef_, one.estimator_.coef_)
+    hyper = dict(update=update, eta=0.5, delta=0.1, l1=1e-2, l2=0.0)
+    state = ref.adagrad_state(X.shape[1])
+    for _ in range(2):
+        shards = [ref.adagrad_pass(X[r], y[r], np.ones(len(r)), state, loss="log_loss",
+                                   fit_intercept=True, **hyper)
+                  for r in _blocks(X.shape[0], K)]
+        state = ref.adagrad_merge(state, shards, combine=combine, **hyper)
+    w, b = ref.adagrad_weights(state, **hyper)
+    assert_allclose(two.estimator_.coef_[0], w, rtol=0, atol=1e-10)
+    assert_allclose(two.estimator_.intercept_[0], b, rtol=0, atol=1e-10)
+    assert len(two.loss_curve_) == 2
+
+
+def test_threads_shuffled_passes_are_reproducible(data):
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    make = lambda: ThreadShardedTrainer(PairwiseAUCClassifier(), n_jobs=2, n_shards=4,
+                                        max_iter=2, random_state=0)
+    a, b = make().fit(sp.csr_matrix(X), y), make().fit(sp.csr_matrix(X), y)
+    assert_array_equal(a.estimator_.coef_, b.estimator_.coef_)
+    assert pickle.loads(pickle.dumps(a)).score(X, y) == a.score(X, y)
+
+
+def test_threads_warm_start_continues(data):
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    est = ImplicitFTRLClassifier()
+    whole = ThreadShardedTrainer(est, n_shards=3, max_iter=3, shuffle=False).fit(X, y)
+    part = ThreadShardedTrainer(est, n_shards=3, max_iter=2, shuffle=False).fit(X, y)
+    part.set_params(warm_start=True, max_iter=1).fit(X, y)
+    assert_array_equal(part.estimator_.theta_, whole.estimator_.theta_)
+    assert part.loss_curve_ == whole.loss_curve_
+    assert part.estimator_.G is None
+
+
+@pytest.mark.parametrize("combine", ["sum", "average"])
+def test_sparse_increments_give_the_dense_merge_bit_for_bit(combine):
+    """Increments of wide sparse data travel as their non-zero entries;
+    the merge is the same floating-point sums as with dense arrays."""
+    import sys
+
+    module = sys.modules["sklearn_adaprox.merge"]  # the module (the package's
+    # attribute of that name is the function)
+    rng = np.random.RandomState(1)
+    X = sp.random(400, 20000, density=2e-4, format="csr", random_state=rng)
+    y = np.where(rng.rand(400) > 0.5, 1.0, -1.0)
+    est = AdaGradClassifier(update="mirror_descent", penalty="l1", alpha=1e-4)
+    base = clone(est).partial_fit(X[:5], y[:5], classes=[-1.0, 1.0])
+    models = _shard_round(est, base, X.toarray(), y, np.ones(400), 4, sparse=True)
+    rule = module._rule_of(base)
+    incs = [module._increment(rule, m, rule.sums(base), i, combine)
+            for i, m in enumerate(models)]
+    assert isinstance(incs[0]["sums"]["u"], module._SparseIncrement)
+    sparse_total = module._add(module._add(incs[0], incs[1]), module._add(incs[2], incs[3]))
+    merged = module._apply(rule, base, rule.sums(base), sparse_total)
+    saved = module.SPARSE_MIN_SIZE
+    try:
+        module.SPARSE_MIN_SIZE = 10**12  # every array dense
+        dense = [module._increment(rule, m, rule.sums(base), i, combine)
+                 for i, m in enumerate(models)]
+        dense_total = module._add(module._add(dense[0], dense[1]),
+                                  module._add(dense[2], dense[3]))
+    finally:
+        module.SPARSE_MIN_SIZE = saved
+    assert not isinstance(dense[0]["sums"]["u"], module._SparseIncrement)
+    expected = module._apply(rule, base, rule.sums(base), dense_total)
+    for name in ("accumulators_", "md_weights_", "intercept_", "intercept_sum_gradient_"):
+        assert_array_equal(getattr(merged, name), getattr(expected, name), err_msg=name)
+    assert len(pickle.dumps(incs[0])) < len(pickle.dumps(dense[0])) / 3
+
+
+@pytest.mark.parametrize("est", [AdaGradClassifier(update="ftrl_proximal", penalty="l1",
+                                                   alpha=1e-3),
+                                 ImplicitFTRLClassifier(G=2.0)],
+                         ids=lambda e: type(e).__name__)
+def test_one_vs_rest_models_merge_problem_by_problem(est):
+    rng = np.random.RandomState(3)
+    X = rng.randn(300, 6)
+    y = np.argmax(X[:, :3], axis=1)
+    base = clone(est).partial_fit(X[:30], y[:30], classes=[0, 1, 2])
+    models = [copy.deepcopy(base).partial_fit(X[i::3], y[i::3]) for i in range(3)]
+    merged = merge(models, base=base)
+    name = "sum_gradient_" if isinstance(est, AdaGradClassifier) else "theta_"
+    expected = getattr(base, name) + sum(getattr(m, name) - getattr(base, name)
+                                         for m in models)
+    assert_allclose(getattr(merged, name), expected, rtol=1e-12, atol=1e-12)
+    assert merged.coef_.shape == (3, 6)
+    assert merged.score(X, y) > 0.6
