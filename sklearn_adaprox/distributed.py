@@ -144,16 +144,32 @@ def _held_out_score(model, part):
     return np.array([float(value), float(n)])
 
 
+class _Reduced:
+    """The root future of a tree reduction, holding the futures of every
+    level below it: if a worker dies with an inner result, the scheduler
+    recomputes it from the level below, which must still be wanted by the
+    client (a released inner future is forgotten, and the root then fails
+    with "already forgotten")."""
+
+    def __init__(self, root, levels):
+        self.root, self.levels = root, levels
+
+    def result(self):
+        return self.root.result()
+
+
 def _tree_reduce(client, futures, combine):
     """Pairwise reduction of futures on the workers (a binary tree of
-    ``combine`` tasks); the root future."""
+    ``combine`` tasks); the root future (see ``_Reduced``)."""
+    levels = [futures]
     while len(futures) > 1:
         pairs = [client.submit(combine, futures[i], futures[i + 1], pure=False)
                  for i in range(0, len(futures) - 1, 2)]
         if len(futures) % 2:
             pairs.append(futures[-1])
         futures = pairs
-    return futures[0]
+        levels.append(futures)
+    return _Reduced(futures[0], levels)
 
 
 # RDA+'s local phase, distributed: per partition the loss, the full gradient
@@ -725,11 +741,12 @@ class DaskShardedTrainer(_ShardedTrainer):
         state = copy.deepcopy(state)
         w = np.array(state.coef_[0], dtype=np.float64)
         t = max(int(state.rda_t_[0]), 1)
-        M = (w != 0) | (np.abs(state.sum_gradient_[0] / t) > est.rho * est.alpha)
+        alpha = float(state.alpha_[0])  # the alpha in use (resolved or given)
+        M = (w != 0) | (np.abs(state.sum_gradient_[0] / t) > est.rho * alpha)
         tol = est.tol if est.tol is not None else 1e-12
         w, b, delta, violation, iterations = _dask_local_phase(
             client, parts, classes, w, float(state.intercept_[0]), M,
-            alpha=float(est.alpha), tol=tol,
+            alpha=alpha, tol=tol,
             fit_intercept=bool(est.fit_intercept))
         state.coef_ = np.array(state.coef_, dtype=np.float64)
         state.coef_[0] = w

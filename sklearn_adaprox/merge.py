@@ -178,6 +178,15 @@ class _AdaGradRule(_Rule):
         target.intercept_ = np.where(u_b == 0.0, 0.0, b)
 
 
+def _beta(est):
+    """Implicit FTRL's beta per problem: the resolved ``beta_`` (NaN before
+    the first step), else a numeric ``beta`` parameter."""
+    beta = np.asarray(est.beta_, dtype=np.float64)
+    if not isinstance(est.beta, str):
+        beta = np.where(np.isnan(beta), float(est.beta), beta)
+    return beta
+
+
 class _ImplicitFTRLRule(_Rule):
     """Implicit FTRL: ``theta`` (with the intercept's) and the loss sums are
     sums; ``lambda`` is ``G / beta`` plus the sum of every ``gamma / beta**2``
@@ -188,26 +197,32 @@ class _ImplicitFTRLRule(_Rule):
         # before its first step a model's lambda is NaN; its value then is
         # lambda_1 = G / beta, of the resolved G_ or the G parameter
         G = np.where(np.isnan(est.G_), np.nan if est.G is None else float(est.G), est.G_)
-        lam_1 = np.where(np.isnan(G), 0.0, G / float(est.beta))
+        beta = _beta(est)
+        with np.errstate(invalid="ignore"):
+            lam_1 = np.where(np.isnan(G) | np.isnan(beta), 0.0, G / beta)
+            pending = np.where(np.isnan(beta), 0.0, est.gamma_ / beta**2)
         lam = np.where(np.isnan(est.lambda_), lam_1, est.lambda_)
         return {"theta": np.array(est.theta_), "theta_b": np.array(est.intercept_theta_),
-                "L": lam + est.gamma_ / float(est.beta) ** 2,
+                "L": lam + pending,
                 "loss": np.array(est.cumulative_loss_),
                 "weight": np.array(est.cumulative_weight_), "t": int(est.t_)}
 
     def zero(self, est):
-        lam_1 = np.where(np.isnan(est.G_), 0.0, est.G_ / float(est.beta))
+        beta = _beta(est)
+        with np.errstate(invalid="ignore"):
+            lam_1 = np.where(np.isnan(est.G_) | np.isnan(beta), 0.0, est.G_ / beta)
         return {"theta": np.zeros_like(est.theta_),
                 "theta_b": np.zeros_like(est.intercept_theta_),
                 "L": lam_1, "loss": np.zeros_like(est.cumulative_loss_),
                 "weight": np.zeros_like(est.cumulative_weight_), "t": 0}
 
     def latest(self, est):
-        return {"G_": np.array(est.G_)}
+        return {"G_": np.array(est.G_), "beta_": np.array(est.beta_)}
 
     def write(self, target, sums, averages, latest):
-        if "G_" in latest:  # a base that took no step has not fixed G yet
+        if "G_" in latest:  # a base that took no step has not fixed G, beta yet
             target.G_ = np.where(np.isnan(target.G_), latest["G_"], target.G_)
+            target.beta_ = np.where(np.isnan(target.beta_), latest["beta_"], target.beta_)
         target.theta_ = sums["theta"]
         target.intercept_theta_ = sums["theta_b"]
         fixed = ~np.isnan(target.G_)
@@ -393,6 +408,9 @@ def check_mergeable(models, base=None):
                     f"{name} has {attr}={mine!r}, models[0] has {attr}={theirs!r}.")
         for attr in resolved_attributes(first):
             mine, theirs = getattr(model, attr, None), getattr(first, attr, None)
+            if name == "base" and mine is not None and theirs is not None:
+                # a base that took no step has not resolved them yet (NaN)
+                mine = np.where(np.isnan(mine), theirs, mine)
             if not _same(mine, theirs):
                 raise ValueError(
                     f"{name} resolved {attr}={mine!r} from its data, models[0] "

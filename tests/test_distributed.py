@@ -250,7 +250,7 @@ def test_bad_partition_is_an_error_and_changes_nothing(client, data, bad, match)
 def test_meta_estimator_clones_pickles_and_searches(client, data):
     X, y = data
     trainer = DaskShardedTrainer(AdaGradClassifier(), max_iter=2, n_partitions=2)
-    assert clone(trainer).get_params()["estimator__alpha"] == 1e-4
+    assert clone(trainer).get_params()["estimator__alpha"] == "auto"
     search = GridSearchCV(trainer, {"estimator__alpha": [1e-4, 1e-1]}, cv=2).fit(X, y)
     assert search.best_params_["estimator__alpha"] in (1e-4, 1e-1)
     fitted = search.best_estimator_
@@ -413,5 +413,6 @@ def test_an_empty_partition_adds_nothing(client, data):
     with_empty = DaskShardedTrainer(AdaGradClassifier(), max_iter=2, shuffle=False).fit(Xd, yd)
     without = DaskShardedTrainer(AdaGradClassifier(), max_iter=2, shuffle=False).fit(
         *_dask(X, y, 3))
-    assert_array_equal(with_empty.estimator_.coef_, without.estimator_.coef_)
+    # the same sums, added in another order by the tree reduction
+    assert_allclose(with_empty.estimator_.coef_, without.estimator_.coef_, rtol=1e-13)
     assert with_empty.n_partitions_ == 4

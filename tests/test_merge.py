@@ -287,7 +287,7 @@ def test_incompatible_models_are_refused(data):
     # values resolved from different data (implicit FTRL's G with G=None)
     f1 = ImplicitFTRLClassifier().partial_fit(X[:50], y[:50], classes=[-1.0, 1.0])
     f2 = ImplicitFTRLClassifier().partial_fit(3 * X[50:], y[50:], classes=[-1.0, 1.0])
-    _check_refused([f1, f2], "resolved G_")
+    _check_refused([f1, f2], "resolved (beta_|G_)")
 
 
 def test_resolved_params_of_the_class_are_compared(data, monkeypatch):
@@ -315,7 +315,8 @@ def test_threads_one_shard_is_the_in_memory_fit(data):
     assert_array_equal(trainer.estimator_.theta_, memory.theta_)
     assert_array_equal(trainer.estimator_.lambda_, memory.lambda_)
     assert_array_equal(trainer.estimator_.G_, memory.G_)
-    assert trainer.estimator_.G is None and trainer.resolved_params_ == {"G": memory.G_[0]}
+    assert trainer.estimator_.G is None
+    assert trainer.resolved_params_ == {"beta": memory.beta_[0], "G": memory.G_[0]}
 
 
 @pytest.mark.parametrize("update", ["dual_averaging", "mirror_descent"])
