@@ -42,8 +42,19 @@ def _import_dask():
 # ----------------------------------------------------------------------
 # tasks run on the workers (module-level functions: pickled by reference)
 def _rows(X, index):
+    """The rows ``index`` of X; a run of consecutive rows of a CSR matrix as
+    a matrix over X's own arrays (a view: O(rows), where indexing copies
+    every non-zero)."""
     if hasattr(X, "iloc"):
         return X.iloc[index]
+    if (sp.issparse(X) and X.format == "csr" and isinstance(index, np.ndarray)
+            and index.size and index[-1] - index[0] + 1 == index.size
+            and np.all(np.diff(index) == 1)):
+        lo, hi = int(index[0]), int(index[-1]) + 1
+        start, end = X.indptr[lo], X.indptr[hi]
+        return sp.csr_matrix((X.data[start:end], X.indices[start:end],
+                              X.indptr[lo:hi + 1] - start), shape=(hi - lo, X.shape[1]),
+                             copy=False)
     return X[index]
 
 
