@@ -126,7 +126,7 @@ def test_implicit_ftrl_partitions_match_the_transcription(client, data, kind):
     else:
         target = X @ np.linspace(-1, 1, X.shape[1])
         est, loss = ImplicitFTRLRegressor(beta=2.0, G=3.0, loss="squared_error"), "squared_error"
-    trainer = DaskShardedTrainer(est, max_iter=2, shuffle=False).fit(*_dask(X, target, K))
+    trainer = DaskShardedTrainer(est, max_iter=2, shuffle=False, combine="sum").fit(*_dask(X, target, K))
     state = ref.implicit_ftrl_state(X.shape[1], G=3.0, beta=2.0, fit_intercept=True)
     blocks = np.array_split(np.arange(X.shape[0]), K)
     for _ in range(2):
@@ -196,9 +196,11 @@ def test_a_killed_worker_loses_and_doubles_nothing(client, data, tmp_path):
     Xd, yd = _dask(X, y, 4)
     _DieOnce.marker = str(tmp_path / "died")
     try:
-        disturbed = DaskShardedTrainer(_DieOnce(), max_iter=2, shuffle=False).fit(Xd, yd)
+        disturbed = DaskShardedTrainer(_DieOnce(), max_iter=2, shuffle=False,
+                                       combine="sum").fit(Xd, yd)
         assert os.path.exists(_DieOnce.marker)  # a worker did die
-        undisturbed = DaskShardedTrainer(_DieOnce(), max_iter=2, shuffle=False).fit(Xd, yd)
+        undisturbed = DaskShardedTrainer(_DieOnce(), max_iter=2, shuffle=False,
+                                         combine="sum").fit(Xd, yd)
     finally:
         _DieOnce.marker = None
         cloudpickle.unregister_pickle_by_value(module)
@@ -413,6 +415,8 @@ def test_an_empty_partition_adds_nothing(client, data):
     with_empty = DaskShardedTrainer(AdaGradClassifier(), max_iter=2, shuffle=False).fit(Xd, yd)
     without = DaskShardedTrainer(AdaGradClassifier(), max_iter=2, shuffle=False).fit(
         *_dask(X, y, 3))
-    # the same sums, added in another order by the tree reduction
+    # the same increments (an empty partition has none), added in another
+    # order by the tree reduction
     assert_allclose(with_empty.estimator_.coef_, without.estimator_.coef_, rtol=1e-13)
+    assert with_empty.estimator_.t_ == without.estimator_.t_
     assert with_empty.n_partitions_ == 4

@@ -177,6 +177,23 @@ BENCHMARKS = {
         "chunks of 1 to 1000 text-like rows, and river's `learn_one`, from "
         "2**16 to 2**24 columns: a cost per row that does not grow with the "
         "width is a call that costs what its rows cost."),
+    "bench_defaults": (
+        "Defaults against scikit-learn's defaults",
+        "Every estimator with its default parameters (and the two variants a "
+        "user tries first: `AdaGradClassifier(penalty=\"l1\")` and "
+        "`loss=\"log_loss\"`) beside `SGDClassifier` / `SGDRegressor` with theirs, "
+        "`LogisticRegression` and `Ridge`, in the obvious pipeline, mean over "
+        "seeds.  *time/SGD* is the `fit` time against `SGDClassifier()` or "
+        "`SGDRegressor()` on the same matrix; *target* marks the issue's targets: "
+        "within 0.5 point of the SGD defaults it is compared with (ROC AUC for "
+        "the pairwise learner) and at most 1.5 times SGD's fit time."),
+    "bench_distributed": (
+        "Data-parallel training: threads, Dask and dask-ml against one core",
+        "Wall time per pass and test accuracy / log loss of the in-memory "
+        "learner, `ThreadShardedTrainer(n_jobs=2)`, `DaskShardedTrainer` on a "
+        "2-worker `LocalCluster` and dask-ml's `Incremental`; then accuracy per "
+        "pass against the number of shards for both merges, and the bytes a "
+        "round sends."),
     "bench_input_checks": (
         "Cost of the input checks and of partial_fit per call",
         "The validation that every `fit` runs, against a one-pass fit, and "
