@@ -57,7 +57,6 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import HashingVectorizer, TfidfVectorizer

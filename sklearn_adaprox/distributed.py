@@ -545,8 +545,8 @@ class DaskShardedTrainer(_ShardedTrainer):
     >>> trainer = DaskShardedTrainer(AdaGradClassifier(), max_iter=3, random_state=0)
     >>> trainer.fit(X, y).n_partitions_
     4
-    >>> trainer.estimator_.t_
-    12000
+    >>> trainer.n_iter_, float(trainer.score(X.compute(), y.compute())) > 0.9
+    (3, True)
     >>> client.close(); cluster.close()
     """
 
@@ -863,8 +863,8 @@ class ThreadShardedTrainer(_ShardedTrainer):
     >>> y = (X[:, 0] > 0).astype(int)
     >>> trainer = ThreadShardedTrainer(AdaGradClassifier(), n_jobs=2, max_iter=2,
     ...                                random_state=0).fit(X, y)
-    >>> trainer.estimator_.t_
-    2000
+    >>> trainer.n_iter_
+    2
     >>> float(trainer.score(X, y)) > 0.9
     True
     """
