@@ -96,8 +96,8 @@ class _ImplicitFTRLMixin:
         classifier, 1 for a regressor), the scales the weighted root mean
         squares of the target (1 for a classifier: its margins are +-1) and
         of the row norms ``||s_i||`` (the intercept's
-        constant 1 included).  Multiplying X by ``c`` (and a regression
-        target by ``d``) then multiplies the weights by ``d / c``: lambda
+        constant 1 included).  Multiplying X by ``a`` (and a regression
+        target by ``b``) then multiplies the weights by ``b / a``: lambda
         scales as the curvature of the loss in w, as a ridge penalty must
         for the same model."""
         sum_sq_norm, sum_sq_target, sum_weight = row_moments(

@@ -51,14 +51,9 @@ LOOP_PARAMETERS = frozenset({
 
 def resolved_attributes(estimator):
     """Fitted attributes holding values the estimator resolves from the data
-    of its first call (e.g. a step size ``eta="auto"`` stored as ``eta_``):
-    the class's ``_resolved_params``, plus implicit FTRL's ``G_`` when
-    ``G=None`` (the gradient bound read from the first call's data)."""
-    names = tuple(getattr(type(estimator), "_resolved_params", ()) or ())
-    if isinstance(estimator, (ImplicitFTRLClassifier, ImplicitFTRLRegressor)):
-        if getattr(estimator, "G", None) is None and "G_" not in names:
-            names += ("G_",)
-    return names
+    of its first call (e.g. implicit FTRL's ``beta="auto"`` and ``G=None``,
+    stored as ``beta_`` and ``G_``): the class's ``_resolved_params``."""
+    return tuple(getattr(type(estimator), "_resolved_params", ()) or ())
 
 
 def _same(a, b):
