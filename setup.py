@@ -131,6 +131,7 @@ MODULES = [
     "sklearn_adaprox._implicit_ftrl_fast",
     "sklearn_adaprox._rda_fast",
     "sklearn_adaprox._stream_fast",
+    "sklearn_adaprox._merge_fast",
 ]
 
 extensions = [

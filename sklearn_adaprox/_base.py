@@ -24,9 +24,11 @@ on its own copy of the fitted state, checks that the state is finite after
 every pass, and publishes the new state only when it returns.  After any
 exception the estimator is exactly what it was before the call.
 """
+import contextlib
 import copy
 import os
 import random
+import threading
 import time
 import warnings
 import weakref
@@ -68,6 +70,26 @@ _STATE_NAMES = random.Random()
 def new_state_version():
     """A fresh name for a fitted state (see _COEF_CACHE)."""
     return _STATE_NAMES.getrandbits(64)
+
+
+# A model that its caller throws away if a call fails (a shard of
+# ThreadShardedTrainer, whose own state changes only once every shard has
+# succeeded) needs no rollback: in this thread, inside ``disposable()``, a
+# call saves nothing first, which on a wide model is a good part of a
+# call's cost.
+_DISPOSABLE = threading.local()
+
+
+@contextlib.contextmanager
+def disposable():
+    """Calls in this block (in this thread) do not save the state they
+    change: a failed call leaves the model part-way, to be discarded."""
+    before = getattr(_DISPOSABLE, "on", False)
+    _DISPOSABLE.on = True
+    try:
+        yield
+    finally:
+        _DISPOSABLE.on = before
 
 
 def feature_columns(array, columns):
@@ -367,7 +389,15 @@ class BaseOnlineLinearModel(BaseEstimator):
         state).  ``loss_curve_`` grows by one entry per call and is never
         changed otherwise: copying it would make a long stream of calls
         quadratic, so a failed call's entries are removed from it instead
-        (``_transaction``)."""
+        (``_transaction``).  Inside ``disposable()`` only read-only arrays
+        are copied (to be written)."""
+        if getattr(_DISPOSABLE, "on", False):
+            for name, value in list(self.__dict__.items()):
+                if (name.endswith("_") and isinstance(value, np.ndarray)
+                        and not value.flags.writeable):
+                    setattr(self, name, np.array(value))
+            self._undo = []
+            return
         in_place = set(self._in_place_arrays())
         columns = slice(None)
         if in_place and X is not None and sp.issparse(X):

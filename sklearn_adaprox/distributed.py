@@ -18,8 +18,18 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._base import disposable, new_state_version
 from .rda_plus import RDAPlusClassifier
-from .merge import COMBINES, _add, _apply, _increment, _rule_of, resolved_attributes
+from .merge import (
+    COMBINES,
+    _add,
+    _apply,
+    _assign,
+    _increment,
+    _merged_in_place,
+    _rule_of,
+    resolved_attributes,
+)
 
 __all__ = ["DaskShardedTrainer", "ThreadShardedTrainer"]
 
@@ -44,7 +54,8 @@ def _import_dask():
 def _rows(X, index):
     """The rows ``index`` of X; a run of consecutive rows of a CSR matrix as
     a matrix over X's own arrays (a view: O(rows), where indexing copies
-    every non-zero)."""
+    every non-zero).  Its arrays are set directly: scipy's constructor
+    copies a view of less than half of its array ("pruning")."""
     if hasattr(X, "iloc"):
         return X.iloc[index]
     if (sp.issparse(X) and X.format == "csr" and isinstance(index, np.ndarray)
@@ -52,9 +63,10 @@ def _rows(X, index):
             and np.all(np.diff(index) == 1)):
         lo, hi = int(index[0]), int(index[-1]) + 1
         start, end = X.indptr[lo], X.indptr[hi]
-        return sp.csr_matrix((X.data[start:end], X.indices[start:end],
-                              X.indptr[lo:hi + 1] - start), shape=(hi - lo, X.shape[1]),
-                             copy=False)
+        rows = sp.csr_matrix((hi - lo, X.shape[1]), dtype=X.dtype)
+        rows.data, rows.indices = X.data[start:end], X.indices[start:end]
+        rows.indptr = (X.indptr[lo:hi + 1] - start).astype(X.indices.dtype, copy=False)
+        return rows
     return X[index]
 
 
@@ -119,6 +131,19 @@ def _initial_state(est, part, classes, pin):
     return state, pinned
 
 
+def _continued(shard, state, X, y, rows, classes):
+    """``shard`` (None: a new model) made a copy of ``state``, then one
+    ``partial_fit`` pass over the ``rows`` of (X, y).  The call saves
+    nothing for a rollback: should it fail, the shard is discarded and the
+    state was not touched."""
+    if shard is None:
+        shard = copy.deepcopy(state)
+    else:
+        _assign(shard, state)
+    with disposable():
+        return _partial_fit(shard, _rows(X, rows), y[rows], classes)
+
+
 def _shard_pass(base, part, classes, position, single, combine="sum"):
     """One ``partial_fit`` pass of a partition from the broadcast state:
     the fitted model itself when it is the only partition (``single``),
@@ -128,8 +153,9 @@ def _shard_pass(base, part, classes, position, single, combine="sum"):
     if n == 0:  # an empty partition adds nothing
         model = copy.deepcopy(base)
         model.loss_curve_ = list(model.loss_curve_) + [np.nan]
-    else:
-        model = _partial_fit(copy.deepcopy(base), X, y, classes)
+    else:  # a failed call raises on the client; the copy is dropped
+        with disposable():
+            model = _partial_fit(copy.deepcopy(base), X, y, classes)
     loss = model.loss_curve_[-1] if model.loss_curve_ else np.nan
     progress = np.array([loss * n if np.isfinite(loss) else 0.0, n if np.isfinite(loss) else 0])
     if single:
@@ -770,7 +796,7 @@ class DaskShardedTrainer(_ShardedTrainer):
         state.intercept_ = np.array([b if est.fit_intercept else 0.0])
         state.optimality_ = np.array([delta])
         state.violation_ = np.array([violation])
-        state._state_version = state.__dict__.get("_state_version", 0) + 1
+        state._state_version = new_state_version()
         self.local_phase_iter_ = iterations
         return state
 
@@ -912,8 +938,6 @@ class ThreadShardedTrainer(_ShardedTrainer):
         """
         from joblib import Parallel, delayed, effective_n_jobs
 
-        from .merge import merge
-
         self._validate_params()
         est = clone(self.estimator)
         _rule_of(est)
@@ -936,17 +960,21 @@ class ThreadShardedTrainer(_ShardedTrainer):
         else:
             state, pinned = _initial_state(est, (X, y), classes, resolved_attributes(est))
         curve = list(self.loss_curve_) if warm else []
+        shards = [None] * n_shards
         start = time.perf_counter()
         with Parallel(n_jobs=n_jobs, prefer="threads") as parallel:
             for epoch in range(self.max_iter):
                 order = (rng.permutation(_n_rows(X)) if self.shuffle
                          else np.arange(_n_rows(X)))
                 blocks = np.array_split(order, n_shards)
-                models = parallel(
-                    delayed(_partial_fit)(copy.deepcopy(state), _rows(X, b), y[b], classes)
-                    for b in blocks)
-                state = merge(models, base=state, combine=self.combine)
-                losses = np.array([m.loss_curve_[-1] for m in models])
+                # the shard models and the state are kept from pass to pass
+                # and their arrays reused: on a wide model, allocating a new
+                # state costs more than merging one
+                shards = parallel(
+                    delayed(_continued)(shard, state, X, y, b, classes)
+                    for shard, b in zip(shards, blocks))
+                _merged_in_place(state, shards, self.combine)
+                losses = np.array([m.loss_curve_[-1] for m in shards])
                 sizes = np.array([len(b) for b in blocks], dtype=float)
                 ok = np.isfinite(losses)
                 loss = float(losses[ok] @ sizes[ok] / sizes[ok].sum()) if ok.any() else np.nan

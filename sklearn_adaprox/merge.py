@@ -34,8 +34,9 @@ import copy
 
 import numpy as np
 
-from ._base import BaseOnlineLinearModel
+from ._base import BaseOnlineLinearModel, new_state_version
 from .adagrad import AdaGradClassifier
+from ._merge_fast import merge_entries
 from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 from .pairwise_auc import PairwiseAUCClassifier
 from .rda_plus import RDAPlusClassifier
@@ -80,28 +81,38 @@ def _same(a, b):
 # how the merged state is written back.
 class _Rule:
     """How one kind of model merges.  ``sums(est)``: the additive state,
-    name -> array or float.  ``zero(est)``: the same for a model that has
-    taken no step (the base of a merge without ``base``).
-    ``averaged(est, increments)``: name -> (value, weight) of the averaged
-    state, the weights from the model's own increments.
-    ``latest(est)``: state taken from the last model that took a step.
-    ``write(target, sums, averages, latest)``: the merged state into a copy
-    of a model."""
+    name -> array or number (arrays may be views of the model's own: they
+    are only read).  ``zero(est)``: the same for a model that has taken no
+    step (the base of a merge without ``base``).  ``averaged(est)``: name
+    -> (value, weight) of the averaged state, the weight named as in
+    ``weight_of``.  ``latest(est)``: state taken from the last model that
+    took a step.  ``write(target, sums, averages, latest)``: the merged
+    state into a copy of a model.  ``storage(target)``: name -> the float64
+    array of ``target`` that holds that part of its state, where a merge in
+    memory writes the merged part directly (``write`` then finds it in
+    place).  ``roots``: the parts that ``sums``, ``storage`` and ``write``
+    hold as their square roots (as the model stores them)."""
+
+    roots = ()
+
+    def storage(self, target):
+        return {}
 
     def check(self, est):
         """ValueError if the options of ``est`` have no merge."""
 
-    def averaged(self, est, increments):
+    def averaged(self, est):
         return {}
 
     def latest(self, est):
         return {}
 
-    def activity(self, name, increments):
-        """Weight of a model's increment of the sum ``name`` when increments
-        are averaged (``combine="average"``): the steps it took; the step
-        counters themselves are plain means."""
-        return 1.0 if name in self.counters else float(increments["t"])
+    def weight_of(self, name):
+        """What weighs a model's increment of the sum ``name`` when
+        increments are averaged (``combine="average"``): the name of the sum
+        whose increment is the weight, here the steps ``"t"``; None (weight
+        1) for the step counters themselves, which are plain means."""
+        return None if name in self.counters else "t"
 
     counters = ("t",)
 
@@ -125,7 +136,7 @@ class _AdaGradRule(_Rule):
 
     def sums(self, est):
         acc = est.accumulators_
-        return {"u": np.array(acc[..., 0]), "n": acc[..., 1] * acc[..., 1],
+        return {"u": acc[..., 0], "n": acc[..., 1],
                 "u_b": np.array(est.intercept_sum_gradient_, dtype=np.float64),
                 "n_b": np.array(est.intercept_sum_sq_gradient_, dtype=np.float64),
                 "t": int(est.t_)}
@@ -136,24 +147,33 @@ class _AdaGradRule(_Rule):
         return {"u": np.zeros(acc.shape[:2]), "n": np.zeros(acc.shape[:2]),
                 "u_b": np.zeros(p), "n_b": np.zeros(p), "t": 0}
 
-    def activity(self, name, increments):
+    roots = ("n",)  # accumulators_[..., 1] is sqrt(sum g**2)
+
+    def storage(self, target):
+        acc = target.accumulators_
+        out = {"u": acc[..., 0], "n": acc[..., 1]}
+        if "md_weights_" in target.__dict__:
+            out["w"] = target.md_weights_
+        return out
+
+    def weight_of(self, name):
         # per coordinate, its increment of the sum of squared gradients
         # (Agarwal, Chapelle, Dudik & Langford 2014)
         if name in ("u", "n"):
-            return increments["n"]
+            return "n"
         if name in ("u_b", "n_b"):
-            return increments["n_b"]
-        return super().activity(name, increments)
+            return "n_b"
+        return super().weight_of(name)
 
-    def averaged(self, est, increments):
+    def averaged(self, est):
         if est._rule["update"] != "mirror_descent":
             return {}
-        return {"w": (np.array(est.coef_), increments["n"]),
-                "b": (np.array(est.intercept_, dtype=np.float64), increments["n_b"])}
+        return {"w": (np.array(est.coef_), "n"),
+                "b": (np.array(est.intercept_, dtype=np.float64), "n_b")}
 
     def write(self, target, sums, averages, latest):
-        target.accumulators_ = np.stack([sums["u"], np.sqrt(np.maximum(sums["n"], 0.0))],
-                                        axis=-1)
+        if sums["u"].base is not target.accumulators_:  # not merged in place
+            target.accumulators_ = np.stack([sums["u"], sums["n"]], axis=-1)
         target.intercept_sum_gradient_ = sums["u_b"]
         target.intercept_sum_sq_gradient_ = np.maximum(sums["n_b"], 0.0)
         target.t_ = int(sums["t"])
@@ -214,6 +234,9 @@ class _ImplicitFTRLRule(_Rule):
     def latest(self, est):
         return {"G_": np.array(est.G_), "beta_": np.array(est.beta_)}
 
+    def storage(self, target):
+        return {"theta": target.theta_}
+
     def write(self, target, sums, averages, latest):
         if "G_" in latest:  # a base that took no step has not fixed G, beta yet
             target.G_ = np.where(np.isnan(target.G_), latest["G_"], target.G_)
@@ -257,14 +280,15 @@ class _PairwiseAUCRule(_Rule):
 
     counters = ("t", "n_avg")
 
-    def activity(self, name, increments):
-        if name == "ssq":
-            return increments["ssq"]
-        return super().activity(name, increments)
+    def weight_of(self, name):
+        return "ssq" if name == "ssq" else super().weight_of(name)
 
-    def averaged(self, est, increments):
-        steps = float(increments["t"])
-        return {"w": (np.array(est.iterate_), steps), "m": (np.array(est.momentum_), steps)}
+    def averaged(self, est):
+        return {"w": (np.array(est.iterate_), "t"), "m": (np.array(est.momentum_), "t")}
+
+    def storage(self, target):
+        return {"ssq": target.sum_sq_gradient_, "w_sum": target.coef_sum_,
+                "w": target.iterate_, "m": target.momentum_}
 
     def latest(self, est):
         return {"last_sample_indices_": np.array(est.last_sample_indices_),
@@ -322,6 +346,9 @@ class _RDAPlusRule(_Rule):
 
     def latest(self, est):
         return {"last_support_change_": np.array(est.last_support_change_)}
+
+    def storage(self, target):
+        return {"u": target.sum_gradient_}
 
     def write(self, target, sums, averages, latest):
         target.sum_gradient_ = sums["u"]
@@ -457,10 +484,10 @@ class _SparseIncrement:
 def _compact(value):
     """``value``, or its non-zero entries when that is much smaller."""
     if (isinstance(value, np.ndarray) and value.dtype == np.float64
-            and value.size >= SPARSE_MIN_SIZE):
+            and value.size >= SPARSE_MIN_SIZE
+            and 3 * np.count_nonzero(value) < value.size):  # a count is cheap
         index = np.flatnonzero(value)
-        if 3 * index.size < value.size:
-            return _SparseIncrement(value.shape, index, value.reshape(-1)[index])
+        return _SparseIncrement(value.shape, index, value.reshape(-1)[index])
     return value
 
 
@@ -477,6 +504,12 @@ def _plus(a, b):
     sparse_a, sparse_b = isinstance(a, _SparseIncrement), isinstance(b, _SparseIncrement)
     if not (sparse_a or sparse_b):
         return a + b
+    if sparse_a and sparse_b and 3 * (a.index.size + b.index.size) >= int(np.prod(a.shape)):
+        # a dense sum: scattered into zeros (0 + x is x), no sort
+        out = np.zeros(int(np.prod(a.shape)))
+        out[a.index] = a.values
+        out[b.index] += b.values
+        return out.reshape(a.shape)
     if sparse_a and sparse_b:
         index = np.concatenate([a.index, b.index])
         values = np.concatenate([a.values, b.values])
@@ -492,23 +525,30 @@ def _plus(a, b):
     return out
 
 
+def _squared(rule, sums):
+    """``sums`` with the parts held as square roots squared."""
+    return {k: v * v if k in rule.roots else v for k, v in sums.items()}
+
+
 def _increment(rule, model, base_sums, position=0, combine="sum"):
     """The contribution of ``model`` to the merge over ``base_sums``:
     ``{"sums": m - base, "avg": name -> [sum w v, sum w, sum v, count],
     "latest": (position, state) or None, "count": 1, "combine": combine}``.
     With ``combine="average"`` the increments of the sums are averaged too
     (entries ``"sum:<name>"`` of ``avg``, weighted by ``rule.activity``)."""
-    own = rule.sums(model)
+    own, base_sums = _squared(rule, rule.sums(model)), _squared(rule, base_sums)
     sums = {k: own[k] - base_sums[k] for k in own}
     avg = {}
-    for name, (value, weight) in rule.averaged(model, sums).items():
-        weight = np.asarray(weight, dtype=np.float64)
+    for name, (value, weight) in rule.averaged(model).items():
+        weight = np.asarray(sums[weight], dtype=np.float64)
         avg[name] = [_compact(weight * value), _compact(weight * np.ones_like(value)),
                      np.array(value), 1]
     if combine == "average":
         for name, value in sums.items():
             value = np.asarray(value, dtype=np.float64)
-            weight = np.maximum(np.asarray(rule.activity(name, sums), dtype=np.float64), 0.0)
+            weight = rule.weight_of(name)
+            weight = (1.0 if weight is None
+                      else np.maximum(np.asarray(sums[weight], dtype=np.float64), 0.0))
             # the plain values (the fallback where no weight) are "sums"
             avg["sum:" + name] = [_compact(weight * value),
                                   _compact(weight * np.ones_like(value)), None, 1]
@@ -531,8 +571,7 @@ def _add(a, b):
 
 def _apply(rule, template, base_sums, total):
     """A new estimator: ``template`` (deep-copied) with the merged state
-    ``base_sums + total`` written into it."""
-    merged = copy.deepcopy(template)
+    ``base_sums + total`` (the sum of the increments) written into it."""
     total = dict(total, sums={k: _dense(v) for k, v in total["sums"].items()},
                  avg={k: [_dense(v) for v in entry] for k, entry in total["avg"].items()})
     averages = {}
@@ -543,7 +582,7 @@ def _apply(rule, template, base_sums, total):
             averages[name] = np.where(weights > 0, weighted / np.where(weights > 0, weights, 1.0),
                                       plain / count)
     sums = {}
-    for k, base in base_sums.items():
+    for k, base in _squared(rule, base_sums).items():
         if total["combine"] == "average":
             step = averages.pop("sum:" + k)
             if isinstance(total["sums"][k], (int, np.integer)) or (
@@ -552,11 +591,117 @@ def _apply(rule, template, base_sums, total):
             sums[k] = base + (step.item() if np.ndim(step) == 0 else step)
         else:
             sums[k] = base + total["sums"][k]
+        if k in rule.roots:
+            sums[k] = np.sqrt(np.maximum(sums[k], 0.0))
     latest = total["latest"][1] if total["latest"] is not None else {}
+    return _written(rule, template, sums, averages, latest)
+
+
+def _written(rule, template, sums, averages, latest):
+    """A new estimator: ``template`` (deep-copied) with the merged state."""
+    merged = copy.deepcopy(template)
     rule.write(merged, sums, averages, latest)
-    merged._state_version = merged.__dict__.get("_state_version", 0) + 1
+    merged._state_version = new_state_version()
     merged.n_iter_ = 1
     return merged
+
+
+def _merged_entry(base, values, weight_base, weight_values, average, roots=False,
+                  weight_roots=False, out=None):
+    """One part of the merged state of models in memory (``_merge_fast``):
+    the same value as the increments' route (``_increment``, ``_add``,
+    ``_apply``) gives.  ``base`` None: an averaged part of the state (no
+    base); ``weight_base`` None: per-model weights ``weight_values`` (or 1
+    when that is None too).  ``out``: the float64 array to write it into
+    (it may be ``base`` itself)."""
+    integer = base is not None and np.asarray(base).dtype.kind in "iu"
+    shape = np.shape(values[0])
+    flat = [np.asarray(v, dtype=np.float64).reshape(-1) for v in values]
+    steps = per_entry = None
+    if weight_values is not None and weight_base is None:
+        steps = np.asarray(weight_values, dtype=np.float64)
+    elif weight_values is not None:
+        per_entry = [np.asarray(v, dtype=np.float64).reshape(-1) for v in weight_values]
+        weight_base = np.asarray(weight_base, dtype=np.float64).reshape(-1)
+    if out is None:
+        out = np.empty(shape)
+    flat_out = out.view()
+    flat_out.shape = (-1,)  # a view of out, never a copy (raises instead)
+    merge_entries(flat_out, None if base is None else np.asarray(base, dtype=np.float64).reshape(-1),
+                  flat, weight_base, per_entry, steps, average, base is not None and not integer,
+                  roots, weight_roots)
+    if integer:  # a step count: the (rounded) increment, added as an integer
+        out = base + (np.rint(out) if average else out).astype(np.int64)
+    return out.item() if np.ndim(out) == 0 else out
+
+
+def _merge_into(rule, target, base_sums, models, combine):
+    """(sums, averages, latest) of the merge of ``models`` over
+    ``base_sums``, part by part; the parts ``rule.storage(target)`` holds
+    are written there.  ``target`` may be the base itself (merged in place):
+    the averages come first, and the parts that weigh others last, so that
+    no part is overwritten before everything that reads it is merged."""
+    average = combine == "average"
+    own = [rule.sums(m) for m in models]
+    store = {name: a for name, a in rule.storage(target).items()
+             if a.dtype == np.float64 and a.flags.writeable}
+
+    def weights(name):
+        if name is None:
+            return None, None, False
+        if np.ndim(base_sums[name]) == 0:  # the steps: one weight per model
+            return None, [float(o[name] - base_sums[name]) for o in own], False
+        return base_sums[name], [o[name] for o in own], name in rule.roots
+
+    latest = {}
+    for model, mine in zip(models, own):
+        if mine["t"] > base_sums["t"]:
+            latest = rule.latest(model)
+    averages = {}
+    parts = [rule.averaged(m) for m in models]
+    for name, (_, weight) in parts[0].items():
+        wb, wv, weight_roots = weights(weight)
+        averages[name] = _merged_entry(None, [p[name][0] for p in parts], wb, wv, True,
+                                       weight_roots=weight_roots, out=store.get(name))
+    weighing = {rule.weight_of(name) for name in base_sums} if average else set()
+    sums = {}
+    for name in sorted(base_sums, key=lambda name: name in weighing):
+        wb, wv, weight_roots = weights(rule.weight_of(name) if average else None)
+        sums[name] = _merged_entry(base_sums[name], [o[name] for o in own], wb, wv, average,
+                                   name in rule.roots, weight_roots, out=store.get(name))
+    return sums, averages, latest
+
+
+def _merged_in_place(state, models, combine="sum"):
+    """Merge ``models``, each continued from ``state``, into ``state``
+    itself (its arrays reused: on a wide model a new state costs more than
+    the merge).  ``state`` is left as ``merge(models, base=state)`` would
+    return it."""
+    rule = check_mergeable(models, state)
+    if len(models) == 1:
+        _assign(state, models[0])
+        return state
+    rule.write(state, *_merge_into(rule, state, rule.sums(state), models, combine))
+    state._state_version = new_state_version()
+    state.n_iter_ = 1
+    return state
+
+
+def _assign(target, source):
+    """Make ``target`` a copy of ``source`` (as ``copy.deepcopy`` would),
+    copying the arrays into those of ``target`` of the same shape and type
+    instead of allocating new ones."""
+    mine = target.__dict__
+    for name, value in source.__dict__.items():
+        old = mine.get(name)
+        if (isinstance(value, np.ndarray) and isinstance(old, np.ndarray)
+                and old is not value and old.shape == value.shape
+                and old.dtype == value.dtype and old.flags.writeable and old.base is None):
+            np.copyto(old, value)
+        else:
+            mine[name] = copy.deepcopy(value)
+    for name in set(mine) - set(source.__dict__):
+        del mine[name]
 
 
 def merge(models, base=None, *, combine="sum"):
@@ -644,10 +789,10 @@ def merge(models, base=None, *, combine="sum"):
     if len(models) == 1:
         return copy.deepcopy(models[0])
     base_sums = rule.zero(models[0]) if base is None else rule.sums(base)
-    total = None
-    for position, model in enumerate(models):
-        inc = _increment(rule, model, base_sums, position, combine)
-        total = inc if total is None else _add(total, inc)
-    merged = _apply(rule, models[0] if base is None else base, base_sums, total)
+    template = models[0] if base is None else base
+    merged = copy.deepcopy(template)
+    rule.write(merged, *_merge_into(rule, merged, base_sums, models, combine))
+    merged._state_version = new_state_version()
+    merged.n_iter_ = 1
     merged.loss_curve_ = [] if base is None else list(base.loss_curve_)
     return merged

@@ -368,6 +368,59 @@ def test_threads_warm_start_continues(data):
     assert part.estimator_.G is None
 
 
+@pytest.mark.parametrize("bad", ["nan", "label"])
+def test_threads_bad_rows_in_one_shard_raise_and_change_nothing(data, bad):
+    """The shards' calls save nothing for a rollback (``disposable``): the
+    trainer's state must still be untouched when one shard fails."""
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    trainer = ThreadShardedTrainer(AdaGradClassifier(update="mirror_descent"), n_jobs=2,
+                                   n_shards=3, max_iter=2, shuffle=False, warm_start=True)
+    trainer.fit(X, y).fit(X, y)
+    before = pickle.dumps(trainer)
+    X_bad, y_bad = X.copy(), y.copy()
+    if bad == "nan":
+        X_bad[-3, 2] = np.nan
+    else:
+        y_bad[-3] = 7.0  # a label the model does not know
+    with pytest.raises(ValueError):
+        trainer.fit(X_bad, y_bad)
+    assert pickle.dumps(trainer) == before
+    # and it goes on as if the failed call had never been made (the shards
+    # it left part-way are not used again)
+    trainer.fit(X, y)
+    undisturbed = clone(trainer).fit(X, y).fit(X, y).fit(X, y)
+    assert_array_equal(trainer.estimator_.coef_, undisturbed.estimator_.coef_)
+    assert trainer.loss_curve_ == undisturbed.loss_curve_
+
+
+def test_disposable_calls_skip_the_rollback_in_their_thread_only(data):
+    """Outside ``disposable()`` a failed call still restores the model; inside,
+    the flag is per thread and reset on leaving (nested blocks too)."""
+    import threading
+
+    from sklearn_adaprox._base import _DISPOSABLE, disposable
+
+    X, y, _ = data
+    model = AdaGradClassifier().partial_fit(X, y, classes=[-1.0, 1.0])
+    seen = []
+    with disposable():
+        with disposable():
+            pass
+        assert _DISPOSABLE.on
+        worker = threading.Thread(target=lambda: seen.append(getattr(_DISPOSABLE, "on", False)))
+        worker.start()
+        worker.join()
+    assert seen == [False] and not _DISPOSABLE.on
+    before = pickle.dumps(model)
+    X_bad = X.copy()
+    X_bad[-1, 0] = np.inf
+    with pytest.raises(ValueError):
+        model.partial_fit(X_bad, y)
+    assert pickle.dumps(model) == before
+
+
 @pytest.mark.parametrize("combine", ["sum", "average"])
 def test_sparse_increments_give_the_dense_merge_bit_for_bit(combine):
     """Increments of wide sparse data travel as their non-zero entries;
@@ -421,3 +474,43 @@ def test_one_vs_rest_models_merge_problem_by_problem(est):
     assert_allclose(getattr(merged, name), expected, rtol=1e-12, atol=1e-12)
     assert merged.coef_.shape == (3, 6)
     assert merged.score(X, y) > 0.6
+
+
+@pytest.mark.parametrize("combine", ["sum", "average"])
+@pytest.mark.parametrize("est", [
+    AdaGradClassifier(penalty="l2", alpha=1e-2),
+    AdaGradClassifier(update="mirror_descent", penalty="l1", alpha=1e-2),
+    ImplicitFTRLClassifier(G=2.0, beta=2.0),
+    ImplicitFTRLRegressor(update="truncated", beta=1.0),
+    PairwiseAUCClassifier(average=True),
+    RDAPlusClassifier(local_phase=False, alpha=1e-2),
+], ids=lambda e: type(e).__name__ + "-" + str(e.get_params().get("update", "")))
+def test_in_memory_merge_is_the_increments_route_bit_for_bit(data, est, combine):
+    """``merge`` (the compiled pass over the models in memory), the same
+    merge written into the base itself (the threads' rounds) and the
+    increments the Dask driver adds up give the same state, bit for bit,
+    counters and averaged parts included."""
+    import sys
+
+    module = sys.modules["sklearn_adaprox.merge"]
+    X, y, sw = data
+    base = _shard_round(est, None, X, y, sw, 1)[0]
+    models = _shard_round(est, base, X, y, sw, K)
+    merged = merge(models, base=base, combine=combine)
+    rule = module._rule_of(base)
+    total = None
+    for i, m in enumerate(models):
+        inc = module._increment(rule, m, rule.sums(base), i, combine)
+        total = inc if total is None else module._add(total, inc)
+    expected = module._apply(rule, base, rule.sums(base), total)
+    # and merged into a copy of the base in place, as the threads do
+    in_place = module._merged_in_place(copy.deepcopy(base), models, combine)
+    names = [k for k, v in expected.__dict__.items()
+             if k.endswith("_") and not k.startswith("_") and k != "loss_curve_"
+             and isinstance(v, (np.ndarray, float, int, np.number))]
+    assert "t_" in names
+    for name in names:
+        for model in (merged, in_place):
+            assert_array_equal(getattr(model, name), getattr(expected, name), err_msg=name)
+            assert np.asarray(getattr(model, name)).dtype == np.asarray(
+                getattr(expected, name)).dtype, name

@@ -1,0 +1,165 @@
+"""Compiled core of ``sklearn_adaprox.merge``: one pass over one part of a
+state that merges the shard models' values of it.
+
+Merging K shard models in memory (``merge``, the threads of
+``ThreadShardedTrainer``) reads every entry of every model's state once.
+Written with NumPy, the increments, their weights, the weighted sums and the
+quotient are a dozen passes over arrays of the width of the model, each
+allocated anew: on a hashed model of 2**20 columns that took as long as
+a shard's pass over its rows.  Here each entry is read once and the result
+written once.
+
+The floating-point operations are those of the increments that the Dask
+driver adds up (``merge._increment``, ``merge._add``, ``merge._apply``),
+in the same order, so both give the same merged state.
+"""
+from libc.math cimport sqrt
+from libc.stdlib cimport free, malloc
+
+
+def merge_entries(double[:] out, const double[:] base, list values,
+                  const double[:] weight_base, list weight_values,
+                  const double[::1] step_weights, bint average, bint add_base,
+                  bint roots=False, bint weight_roots=False):
+    """Merge one part of a state, entry by entry (``out`` may be ``base``).
+
+    With ``d_k = values[k] - base`` (``base`` None: zero), ``out`` is
+    ``base + sum_k d_k`` (``average`` false), or ``base + sum_k a_k d_k /
+    sum_k a_k`` where the weights ``a_k = max(weight_values[k] -
+    weight_base, 0)`` (per entry), else ``max(step_weights[k], 0)``, else 1
+    are positive, and ``base + sum_k d_k / K`` where they are not.  Without
+    ``add_base`` the base is left out of the result (the caller rounds an
+    integer count first).
+
+    ``roots``: ``base``, ``values`` and ``out`` hold the square roots of the
+    sums (as AdaGrad keeps ``sqrt(sum g**2)``): the entries are squared
+    first and the root of the result is written (of zero if it is
+    negative).  ``weight_roots``: the same for the weights.
+    """
+    cdef Py_ssize_t n = out.shape[0], K = len(values), k
+    if K == 0:
+        raise ValueError("merge_entries needs at least one model.")
+    cdef bint has_base = base is not None, per_entry = weight_values is not None
+    cdef bint per_model = step_weights is not None
+    if has_base and base.shape[0] != n:
+        raise ValueError("base and out differ in length.")
+    if per_entry and (len(weight_values) != K or weight_base is None
+                      or weight_base.shape[0] != n):
+        raise ValueError("weight_values needs one array per model and weight_base.")
+    if per_model and step_weights.shape[0] != K:
+        raise ValueError("step_weights needs one weight per model.")
+    # the memoryviews are kept in lists (they own the buffers); the loop reads
+    # through raw pointers and strides
+    views = [_view(v, n) for v in values]
+    weights = [_view(v, n) for v in weight_values] if per_entry else []
+    cdef const double** value_ptr = <const double**> malloc(K * sizeof(double*))
+    cdef Py_ssize_t* value_stride = <Py_ssize_t*> malloc(K * sizeof(Py_ssize_t))
+    cdef const double** weight_ptr = <const double**> malloc(K * sizeof(double*))
+    cdef Py_ssize_t* weight_stride = <Py_ssize_t*> malloc(K * sizeof(Py_ssize_t))
+    cdef const double[:] view
+    if (value_ptr == NULL or value_stride == NULL or weight_ptr == NULL
+            or weight_stride == NULL):
+        free(value_ptr)
+        free(value_stride)
+        free(weight_ptr)
+        free(weight_stride)
+        raise MemoryError()
+    try:
+        for k in range(K):
+            view = views[k]
+            value_ptr[k] = &view[0] if n else NULL
+            value_stride[k] = view.strides[0] // sizeof(double)
+            if per_entry:
+                view = weights[k]
+                weight_ptr[k] = &view[0] if n else NULL
+                weight_stride[k] = view.strides[0] // sizeof(double)
+        with nogil:
+            _merge(out, base, value_ptr, value_stride, weight_base, weight_ptr,
+                   weight_stride, step_weights, K, average and per_entry, average,
+                   add_base, roots, weight_roots)
+    finally:
+        free(value_ptr)
+        free(value_stride)
+        free(weight_ptr)
+        free(weight_stride)
+
+
+# Entries are merged in blocks: each model's block is read in one tight loop
+# (its branches decided once per block, not per entry and model), the sums
+# kept in small arrays on the stack.
+cdef enum:
+    BLOCK = 512
+
+
+cdef void _merge(double[:] out, const double[:] base, const double** value_ptr,
+                 const Py_ssize_t* value_stride, const double[:] weight_base,
+                 const double** weight_ptr, const Py_ssize_t* weight_stride,
+                 const double[::1] step_weights, Py_ssize_t K, bint per_entry,
+                 bint average, bint add_base, bint roots, bint weight_roots) noexcept nogil:
+    cdef double b[BLOCK]
+    cdef double wb[BLOCK]
+    cdef double plain[BLOCK]
+    cdef double weighted[BLOCK]
+    cdef double total[BLOCK]
+    cdef Py_ssize_t n = out.shape[0], start = 0, m, j, k, vs, ws
+    cdef const double* v
+    cdef const double* w
+    cdef double d, a
+    cdef bint has_base = base is not None
+    cdef bint per_model = step_weights is not None
+    while start < n:
+        m = min(BLOCK, n - start)
+        for j in range(m):
+            d = base[start + j] if has_base else 0.0
+            b[j] = d * d if roots else d
+        if per_entry:
+            for j in range(m):
+                d = weight_base[start + j]
+                wb[j] = d * d if weight_roots else d
+        for k in range(K):
+            vs = value_stride[k]
+            v = value_ptr[k] + start * vs
+            # the first model's terms start the sums as they are (not 0.0 +
+            # d): the increments' sums start from the first increment
+            for j in range(m):
+                d = v[j * vs]
+                d = (d * d if roots else d) - b[j]
+                plain[j] = d if k == 0 else plain[j] + d
+            if not average:
+                continue
+            if per_entry:
+                ws = weight_stride[k]
+                w = weight_ptr[k] + start * ws
+                for j in range(m):
+                    a = w[j * ws]
+                    a = (a * a if weight_roots else a) - wb[j]
+                    a = a if a > 0.0 else 0.0
+                    d = v[j * vs]
+                    d = (d * d if roots else d) - b[j]
+                    weighted[j] = a * d if k == 0 else weighted[j] + a * d
+                    total[j] = a if k == 0 else total[j] + a
+            else:
+                a = step_weights[k] if per_model else 1.0
+                a = a if a > 0.0 else 0.0
+                for j in range(m):
+                    d = v[j * vs]
+                    d = (d * d if roots else d) - b[j]
+                    weighted[j] = a * d if k == 0 else weighted[j] + a * d
+                    total[j] = a if k == 0 else total[j] + a
+        for j in range(m):
+            if average:
+                d = weighted[j] / total[j] if total[j] > 0.0 else plain[j] / K
+            else:
+                d = plain[j]
+            d = b[j] + d if add_base else d
+            if roots:
+                d = sqrt(d) if d > 0.0 else 0.0
+            out[start + j] = d
+        start += m
+
+
+cdef const double[:] _view(value, Py_ssize_t n):
+    cdef const double[:] view = value
+    if view.shape[0] != n:
+        raise ValueError("Every model's entries must have the length of out.")
+    return view
