@@ -98,6 +98,15 @@ def feature_columns(array, columns):
     return (columns,) if array.ndim == 1 else (slice(None), columns)
 
 
+def take_columns(array, columns):
+    """``array[feature_columns(array, columns)]`` (a copy), for an index
+    array of columns: ``np.take`` copies a column's entries as one block,
+    several times faster than fancy indexing on a wide state."""
+    if isinstance(columns, slice):
+        return array[feature_columns(array, columns)]
+    return np.take(array, columns, axis=0 if array.ndim == 1 else 1)
+
+
 # Losses whose decision function maps to a probability (see predict_proba).
 PROBABILISTIC_LOSSES = ("log_loss", "modified_huber")
 
@@ -410,7 +419,7 @@ class BaseOnlineLinearModel(BaseEstimator):
             if isinstance(value, np.ndarray):
                 if name in in_place and value.flags.writeable:
                     where = feature_columns(value, columns)
-                    saved = value[where]  # a copy, or a view of every column
+                    saved = take_columns(value, columns)  # a copy, or a view of all
                     undo.append((value, where, saved.copy() if isinstance(columns, slice)
                                  else saved))
                 else:
@@ -431,7 +440,7 @@ class BaseOnlineLinearModel(BaseEstimator):
                     and value.dtype == np.float64 and name not in self._nan_allowed_state):
                 continue
             if name in in_place:
-                value = value[feature_columns(value, columns)]
+                value = take_columns(value, columns)
             if not all_finite(value):
                 raise ValueError(
                     f"Floating-point overflow in {when}: {name} holds non-finite "

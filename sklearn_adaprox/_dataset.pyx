@@ -15,7 +15,7 @@ memoryviews.
 import numpy as np
 import scipy.sparse as sp
 
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 MALFORMED = "Malformed sparse matrix X: "
 # Formats whose index arrays check_sparse_structure reads directly; any other
@@ -102,17 +102,24 @@ def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
     """The distinct columns named by ``indices`` (all in [0, n_features)),
     sorted, as int64: what a pass over those entries can change.
 
-    A bitmap of n_features bits (zero pages until written) and one scan of
-    it: O(nnz + n_features / 64), where sorting would be O(nnz log nnz);
-    a few entries (a row or two of a wide model) are sorted instead.
+    A map of the columns (zero pages until written) and one scan of it:
+    O(nnz + n_features / 64) with one bit per column, where sorting would
+    be O(nnz log nnz); a few entries (a row or two of a wide model) are
+    sorted instead.  Many entries (a large chunk) mark a byte per column:
+    setting a bit reads its word first, and on text the frequent columns
+    share a few words, so every entry would wait for the one before; a
+    byte is only written.
     """
-    if indices.shape[0] < n_features // 4096:
+    cdef Py_ssize_t nnz = indices.shape[0]
+    if nnz < n_features // 4096:
         return np.unique(np.asarray(indices)).astype(np.int64)
+    if nnz >= n_features // 16:
+        return _touched_by_bytes(indices, n_features)
     cdef uint64_t[::1] bits = np.zeros(n_features // 64 + 1, dtype=np.uint64)
     cdef Py_ssize_t k, w, b, n = 0
     cdef uint64_t word
     with nogil:
-        for k in range(indices.shape[0]):
+        for k in range(nnz):
             bits[indices[k] >> 6] |= (<uint64_t> 1) << (indices[k] & 63)
         for w in range(bits.shape[0]):
             word = bits[w]
@@ -132,6 +139,26 @@ def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
                     n += 1
                 word >>= 1
                 b += 1
+    return columns
+
+
+cdef _touched_by_bytes(const index_t[::1] indices, Py_ssize_t n_features):
+    """touched_columns with a byte per column."""
+    cdef uint8_t[::1] seen = np.zeros(n_features, dtype=np.uint8)
+    cdef Py_ssize_t k, j, n = 0
+    with nogil:
+        for k in range(indices.shape[0]):
+            seen[indices[k]] = 1
+        for j in range(n_features):
+            n += seen[j]
+    columns = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] out = columns
+    n = 0
+    with nogil:
+        for j in range(n_features):
+            if seen[j]:
+                out[n] = j
+                n += 1
     return columns
 
 

@@ -25,6 +25,7 @@ from .merge import (
     _add,
     _apply,
     _assign,
+    _final_steps,
     _increment,
     _merged_in_place,
     _rule_of,
@@ -172,6 +173,13 @@ def _add_pass(a, b):
     return _add(a[0], b[0]), a[1] + b[1]
 
 
+def _final_pass(pair):
+    """The root of a round's reduction, finished on its worker: the merged
+    steps alone go to the client (a single partition's model as it is)."""
+    total, progress = pair
+    return (_final_steps(total) if isinstance(total, dict) else total), progress
+
+
 def _held_out_score(model, part):
     """(sum of the per-row score, rows): accuracy for a classifier, minus
     the squared error for a regressor, on the held-out rows."""
@@ -199,9 +207,10 @@ class _Reduced:
         return self.root.result()
 
 
-def _tree_reduce(client, futures, combine):
+def _tree_reduce(client, futures, combine, finish=None):
     """Pairwise reduction of futures on the workers (a binary tree of
-    ``combine`` tasks); the root future (see ``_Reduced``)."""
+    ``combine`` tasks, then ``finish`` of the root if given); the root
+    future (see ``_Reduced``)."""
     levels = [futures]
     while len(futures) > 1:
         pairs = [client.submit(combine, futures[i], futures[i + 1], pure=False)
@@ -209,6 +218,9 @@ def _tree_reduce(client, futures, combine):
         if len(futures) % 2:
             pairs.append(futures[-1])
         futures = pairs
+        levels.append(futures)
+    if finish is not None:
+        futures = [client.submit(finish, futures[0], pure=False)]
         levels.append(futures)
     return _Reduced(futures[0], levels)
 
@@ -716,7 +728,7 @@ class DaskShardedTrainer(_ShardedTrainer):
                                        n_parts == 1, self.combine, pure=False)
                          for position, j in enumerate(order)]
                 futures.extend(tasks)
-                root = _tree_reduce(client, tasks, _add_pass)
+                root = _tree_reduce(client, tasks, _add_pass, _final_pass)
                 result, progress = self._gather(client, root, None, tasks, order)
                 if n_parts == 1:
                     state = result

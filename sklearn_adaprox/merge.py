@@ -535,7 +535,10 @@ def _increment(rule, model, base_sums, position=0, combine="sum"):
     ``{"sums": m - base, "avg": name -> [sum w v, sum w, sum v, count],
     "latest": (position, state) or None, "count": 1, "combine": combine}``.
     With ``combine="average"`` the increments of the sums are averaged too
-    (entries ``"sum:<name>"`` of ``avg``, weighted by ``rule.activity``)."""
+    (entries ``"sum:<name>"`` of ``avg``, weighted as ``rule.weight_of``
+    says); those entries are formed from the sums when two increments are
+    added (``_weighted``), so that a partition's increment travels as its
+    differences alone."""
     own, base_sums = _squared(rule, rule.sums(model)), _squared(rule, base_sums)
     sums = {k: own[k] - base_sums[k] for k in own}
     avg = {}
@@ -543,35 +546,49 @@ def _increment(rule, model, base_sums, position=0, combine="sum"):
         weight = np.asarray(sums[weight], dtype=np.float64)
         avg[name] = [_compact(weight * value), _compact(weight * np.ones_like(value)),
                      np.array(value), 1]
-    if combine == "average":
-        for name, value in sums.items():
-            value = np.asarray(value, dtype=np.float64)
-            weight = rule.weight_of(name)
-            weight = (1.0 if weight is None
-                      else np.maximum(np.asarray(sums[weight], dtype=np.float64), 0.0))
-            # the plain values (the fallback where no weight) are "sums"
-            avg["sum:" + name] = [_compact(weight * value),
-                                  _compact(weight * np.ones_like(value)), None, 1]
+    weights = {name: rule.weight_of(name) for name in sums} if combine == "average" else None
     latest = (position, rule.latest(model)) if sums["t"] > 0 else None
     sums = {k: _compact(v) for k, v in sums.items()}
-    return {"sums": sums, "avg": avg, "latest": latest, "count": 1, "combine": combine}
+    return {"sums": sums, "avg": avg, "weights": weights, "latest": latest, "count": 1,
+            "combine": combine}
+
+
+def _weighted(inc):
+    """``inc`` with the weighted sums of ``combine="average"`` formed from
+    its own sums (``avg["sum:<name>"]``), when it still has to."""
+    if inc.get("weights") is None:
+        return inc
+    sums = {k: np.asarray(_dense(v), dtype=np.float64) for k, v in inc["sums"].items()}
+    avg = dict(inc["avg"])
+    for name, value in sums.items():
+        weight = inc["weights"][name]
+        weight = 1.0 if weight is None else np.maximum(sums[weight], 0.0)
+        # the plain values (the fallback where no weight) are "sums"
+        avg["sum:" + name] = [_compact(weight * value), _compact(weight * np.ones_like(value)),
+                              None, 1]
+    return dict(inc, avg=avg, weights=None)
 
 
 def _add(a, b):
     """The sum of two increments (a new one; neither is modified).  The
     ``latest`` state is the one of the larger position."""
+    a, b = _weighted(a), _weighted(b)
     sums = {k: _plus(a["sums"][k], b["sums"][k]) for k in a["sums"]}
     avg = {k: [_plus(a["avg"][k][j], b["avg"][k][j]) for j in range(4)] for k in a["avg"]}
     latest = a["latest"]
     if b["latest"] is not None and (latest is None or b["latest"][0] > latest[0]):
         latest = b["latest"]
-    return {"sums": sums, "avg": avg, "latest": latest, "count": a["count"] + b["count"],
-            "combine": a["combine"]}
+    return {"sums": sums, "avg": avg, "weights": None, "latest": latest,
+            "count": a["count"] + b["count"], "combine": a["combine"]}
 
 
-def _apply(rule, template, base_sums, total):
-    """A new estimator: ``template`` (deep-copied) with the merged state
-    ``base_sums + total`` (the sum of the increments) written into it."""
+def _final_steps(total):
+    """What a reduced increment ``total`` adds to the base, part by part
+    (``"steps"``, an integer count rounded), the averaged parts
+    (``"averages"``) and the ``"latest"`` state: the merge but for the base
+    itself.  Formed where the increments were reduced, so that only this
+    (one array per part) travels to the client."""
+    total = _weighted(total)
     total = dict(total, sums={k: _dense(v) for k, v in total["sums"].items()},
                  avg={k: [_dense(v) for v in entry] for k, entry in total["avg"].items()})
     averages = {}
@@ -581,20 +598,30 @@ def _apply(rule, template, base_sums, total):
         with np.errstate(divide="ignore", invalid="ignore"):
             averages[name] = np.where(weights > 0, weighted / np.where(weights > 0, weights, 1.0),
                                       plain / count)
-    sums = {}
-    for k, base in _squared(rule, base_sums).items():
+    steps = {}
+    for k, total_k in total["sums"].items():
         if total["combine"] == "average":
             step = averages.pop("sum:" + k)
-            if isinstance(total["sums"][k], (int, np.integer)) or (
-                    isinstance(base, np.ndarray) and base.dtype.kind == "i"):
+            if np.asarray(total_k).dtype.kind in "iu":
                 step = np.rint(step).astype(np.int64)
-            sums[k] = base + (step.item() if np.ndim(step) == 0 else step)
+            steps[k] = step.item() if np.ndim(step) == 0 else _compact(step)
         else:
-            sums[k] = base + total["sums"][k]
+            steps[k] = _compact(total_k)
+    latest = total["latest"][1] if total["latest"] is not None else {}
+    return {"steps": steps, "averages": averages, "latest": latest}
+
+
+def _apply(rule, template, base_sums, total):
+    """A new estimator: ``template`` (deep-copied) with the merged state
+    ``base_sums + total`` written into it; ``total`` is the sum of the
+    increments, or its ``_final_steps``."""
+    final = total if "steps" in total else _final_steps(total)
+    sums = {}
+    for k, base in _squared(rule, base_sums).items():
+        sums[k] = base + _dense(final["steps"][k])
         if k in rule.roots:
             sums[k] = np.sqrt(np.maximum(sums[k], 0.0))
-    latest = total["latest"][1] if total["latest"] is not None else {}
-    return _written(rule, template, sums, averages, latest)
+    return _written(rule, template, sums, final["averages"], final["latest"])
 
 
 def _written(rule, template, sums, averages, latest):
