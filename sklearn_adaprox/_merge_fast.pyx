@@ -14,13 +14,15 @@ driver adds up (``merge._increment``, ``merge._add``, ``merge._apply``),
 in the same order, so both give the same merged state.
 """
 from libc.math cimport sqrt
+from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 
 
 def merge_entries(double[:] out, const double[:] base, list values,
                   const double[:] weight_base, list weight_values,
                   const double[::1] step_weights, bint average, bint add_base,
-                  bint roots=False, bint weight_roots=False):
+                  bint roots=False, bint weight_roots=False,
+                  const int64_t[::1] entries=None):
     """Merge one part of a state, entry by entry (``out`` may be ``base``).
 
     With ``d_k = values[k] - base`` (``base`` None: zero), ``out`` is
@@ -35,6 +37,10 @@ def merge_entries(double[:] out, const double[:] base, list values,
     sums (as AdaGrad keeps ``sqrt(sum g**2)``): the entries are squared
     first and the root of the result is written (of zero if it is
     negative).  ``weight_roots``: the same for the weights.
+
+    ``entries``: merge only these entries (sorted, distinct, in range);
+    ``out`` is left as it is elsewhere (where no model differs from the
+    base, the merge would write the base again).
     """
     cdef Py_ssize_t n = out.shape[0], K = len(values), k
     if K == 0:
@@ -48,6 +54,10 @@ def merge_entries(double[:] out, const double[:] base, list values,
         raise ValueError("weight_values needs one array per model and weight_base.")
     if per_model and step_weights.shape[0] != K:
         raise ValueError("step_weights needs one weight per model.")
+    cdef const int64_t[::1] no_entries = None
+    if entries is not None and entries.shape[0] and (
+            entries[0] < 0 or entries[entries.shape[0] - 1] >= n):
+        raise ValueError("entries out of range.")
     # the memoryviews are kept in lists (they own the buffers); the loop reads
     # through raw pointers and strides
     views = [_view(v, n) for v in values]
@@ -76,7 +86,8 @@ def merge_entries(double[:] out, const double[:] base, list values,
         with nogil:
             _merge(out, base, value_ptr, value_stride, weight_base, weight_ptr,
                    weight_stride, step_weights, K, average and per_entry, average,
-                   add_base, roots, weight_roots)
+                   add_base, roots, weight_roots,
+                   entries if entries is not None else no_entries)
     finally:
         free(value_ptr)
         free(value_stride)
@@ -95,13 +106,16 @@ cdef void _merge(double[:] out, const double[:] base, const double** value_ptr,
                  const Py_ssize_t* value_stride, const double[:] weight_base,
                  const double** weight_ptr, const Py_ssize_t* weight_stride,
                  const double[::1] step_weights, Py_ssize_t K, bint per_entry,
-                 bint average, bint add_base, bint roots, bint weight_roots) noexcept nogil:
+                 bint average, bint add_base, bint roots, bint weight_roots,
+                 const int64_t[::1] entries) noexcept nogil:
+    cdef Py_ssize_t pos[BLOCK]  # the entries of the block
     cdef double b[BLOCK]
     cdef double wb[BLOCK]
     cdef double plain[BLOCK]
     cdef double weighted[BLOCK]
     cdef double total[BLOCK]
-    cdef Py_ssize_t n = out.shape[0], start = 0, m, j, k, vs, ws
+    cdef bint some = entries is not None
+    cdef Py_ssize_t n = entries.shape[0] if some else out.shape[0], start = 0, m, j, k, vs, ws
     cdef const double* v
     cdef const double* w
     cdef double d, a
@@ -110,31 +124,33 @@ cdef void _merge(double[:] out, const double[:] base, const double** value_ptr,
     while start < n:
         m = min(BLOCK, n - start)
         for j in range(m):
-            d = base[start + j] if has_base else 0.0
+            pos[j] = entries[start + j] if some else start + j
+        for j in range(m):
+            d = base[pos[j]] if has_base else 0.0
             b[j] = d * d if roots else d
         if per_entry:
             for j in range(m):
-                d = weight_base[start + j]
+                d = weight_base[pos[j]]
                 wb[j] = d * d if weight_roots else d
         for k in range(K):
             vs = value_stride[k]
-            v = value_ptr[k] + start * vs
+            v = value_ptr[k]
             # the first model's terms start the sums as they are (not 0.0 +
             # d): the increments' sums start from the first increment
             for j in range(m):
-                d = v[j * vs]
+                d = v[pos[j] * vs]
                 d = (d * d if roots else d) - b[j]
                 plain[j] = d if k == 0 else plain[j] + d
             if not average:
                 continue
             if per_entry:
                 ws = weight_stride[k]
-                w = weight_ptr[k] + start * ws
+                w = weight_ptr[k]
                 for j in range(m):
-                    a = w[j * ws]
+                    a = w[pos[j] * ws]
                     a = (a * a if weight_roots else a) - wb[j]
                     a = a if a > 0.0 else 0.0
-                    d = v[j * vs]
+                    d = v[pos[j] * vs]
                     d = (d * d if roots else d) - b[j]
                     weighted[j] = a * d if k == 0 else weighted[j] + a * d
                     total[j] = a if k == 0 else total[j] + a
@@ -142,7 +158,7 @@ cdef void _merge(double[:] out, const double[:] base, const double** value_ptr,
                 a = step_weights[k] if per_model else 1.0
                 a = a if a > 0.0 else 0.0
                 for j in range(m):
-                    d = v[j * vs]
+                    d = v[pos[j] * vs]
                     d = (d * d if roots else d) - b[j]
                     weighted[j] = a * d if k == 0 else weighted[j] + a * d
                     total[j] = a if k == 0 else total[j] + a
@@ -154,7 +170,7 @@ cdef void _merge(double[:] out, const double[:] base, const double** value_ptr,
             d = b[j] + d if add_base else d
             if roots:
                 d = sqrt(d) if d > 0.0 else 0.0
-            out[start + j] = d
+            out[pos[j]] = d
         start += m
 
 

@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import disposable, new_state_version
+from ._dataset import touched_columns
 from .rda_plus import RDAPlusClassifier
 from .merge import (
     COMBINES,
@@ -33,6 +34,10 @@ from .merge import (
 )
 
 __all__ = ["DaskShardedTrainer", "ThreadShardedTrainer"]
+
+# ThreadShardedTrainer merges and copies only the columns a pass touched
+# when they are fewer than 1 / SPARSE_ROUND of all
+SPARSE_ROUND = 4
 
 DASK_EXTRA_MESSAGE = (
     "DaskShardedTrainer needs dask and distributed: install them (with dask-ml) "
@@ -132,17 +137,23 @@ def _initial_state(est, part, classes, pin):
     return state, pinned
 
 
-def _continued(shard, state, X, y, rows, classes):
-    """``shard`` (None: a new model) made a copy of ``state``, then one
-    ``partial_fit`` pass over the ``rows`` of (X, y).  The call saves
-    nothing for a rollback: should it fail, the shard is discarded and the
-    state was not touched."""
+def _continued(shard, state, X, y, rows, classes, columns):
+    """``shard`` (None: a new model) made a copy of ``state`` (``columns``:
+    the only columns in which they differ, None: any), then one
+    ``partial_fit`` pass over the ``rows`` of (X, y); with the columns of
+    those rows (None for dense rows: all).  The call saves nothing for a
+    rollback: should it fail, the shard is discarded and the state was not
+    touched."""
     if shard is None:
         shard = copy.deepcopy(state)
     else:
-        _assign(shard, state)
+        _assign(shard, state, columns)
+    X_rows = _rows(X, rows)
     with disposable():
-        return _partial_fit(shard, _rows(X, rows), y[rows], classes)
+        shard = _partial_fit(shard, X_rows, y[rows], classes)
+    if not sp.issparse(X_rows):
+        return shard, None
+    return shard, touched_columns(X_rows.indices, X_rows.shape[1])
 
 
 def _shard_pass(base, part, classes, position, single, combine="sum"):
@@ -846,6 +857,13 @@ class ThreadShardedTrainer(_ShardedTrainer):
     nothing to run in parallel (the estimators' ``n_jobs`` runs the
     problems of one-vs-rest in parallel threads).  It needs no Dask.
 
+    The state and the shard models live from pass to pass: each shard
+    copies the state into its own arrays, and the merge is written into the
+    state's arrays (no new state per pass, which on a wide model would cost
+    more than the merge).  A shard's call saves nothing for a rollback: if
+    one fails, ``fit`` raises its error, the shards are dropped and the
+    state is the one before the pass.
+
     Parameters
     ----------
     estimator : estimator of sklearn_adaprox
@@ -931,6 +949,12 @@ class ThreadShardedTrainer(_ShardedTrainer):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __getstate__(self):
+        # a copy: the base class may hand back the instance's own dict
+        state = dict(super().__getstate__())
+        state.pop("_kept_shards", None)  # copies of the model, only a cache
+        return state
+
     def fit(self, X, y, classes=None):
         """Train for ``max_iter`` passes of sharded ``partial_fit`` calls.
 
@@ -973,6 +997,13 @@ class ThreadShardedTrainer(_ShardedTrainer):
             state, pinned = _initial_state(est, (X, y), classes, resolved_attributes(est))
         curve = list(self.loss_curve_) if warm else []
         shards = [None] * n_shards
+        changed = None  # the columns in which the shards differ from the state
+        kept = self.__dict__.get("_kept_shards")
+        if warm and kept is not None and kept[0] == self.estimator_._state_version \
+                and len(kept[1]) == n_shards:
+            # the shards of the last pass, if estimator_ is still its result
+            _, shards, changed = kept
+        self.__dict__.pop("_kept_shards", None)
         start = time.perf_counter()
         with Parallel(n_jobs=n_jobs, prefer="threads") as parallel:
             for epoch in range(self.max_iter):
@@ -981,11 +1012,20 @@ class ThreadShardedTrainer(_ShardedTrainer):
                 blocks = np.array_split(order, n_shards)
                 # the shard models and the state are kept from pass to pass
                 # and their arrays reused: on a wide model, allocating a new
-                # state costs more than merging one
-                shards = parallel(
-                    delayed(_continued)(shard, state, X, y, b, classes)
+                # state costs more than merging one; and where a pass touches
+                # a few of the columns (wide sparse rows), only those are
+                # merged and copied back to the shards
+                done = parallel(
+                    delayed(_continued)(shard, state, X, y, b, classes, changed)
                     for shard, b in zip(shards, blocks))
-                _merged_in_place(state, shards, self.combine)
+                shards = [shard for shard, _ in done]
+                columns = None
+                if all(touched is not None for _, touched in done):
+                    columns = touched_columns(np.concatenate([t for _, t in done]),
+                                              X.shape[1])
+                    if SPARSE_ROUND * columns.shape[0] >= X.shape[1]:
+                        columns = None  # most columns: whole arrays are quicker
+                changed = _merged_in_place(state, shards, self.combine, columns)
                 losses = np.array([m.loss_curve_[-1] for m in shards])
                 sizes = np.array([len(b) for b in blocks], dtype=float)
                 ok = np.isfinite(losses)
@@ -999,6 +1039,8 @@ class ThreadShardedTrainer(_ShardedTrainer):
         state.loss_curve_ = list(curve)
         state.n_iter_ = self.max_iter
         self.estimator_ = state
+        if self.warm_start:  # a next fit continues with them (not pickled)
+            self._kept_shards = (state._state_version, shards, changed)
         self.n_iter_ = self.max_iter
         self.loss_curve_ = curve
         self.resolved_params_ = dict(pinned)

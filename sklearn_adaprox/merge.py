@@ -25,16 +25,20 @@ keeps them): parameter mixing, which stays stable when many shards each
 correct the same error of the state they started from.
 
 Everything here reads the fitted attributes of the estimators and writes
-those of a new one; no estimator is modified.  The same increments
-(``_increment``), added pairwise in any grouping (``_add``, associative and
-commutative up to rounding), serve the tree reduction of the Dask driver
-(:mod:`sklearn_adaprox.distributed`).
+those of a new one; no estimator is modified (but by ``_merged_in_place``,
+the threads' merge into the state they own).  Models in memory merge by one
+compiled pass over each part of the state (``_merge_into``, with
+``_merge_fast``); models on Dask workers send increments (``_increment``),
+added pairwise in any grouping (``_add``, associative and commutative up to
+rounding) up the driver's reduction tree (:mod:`sklearn_adaprox.distributed`)
+and finished where the total is (``_final_steps``).  Both routes make the
+same floating-point operations in the same order for the same grouping.
 """
 import copy
 
 import numpy as np
 
-from ._base import BaseOnlineLinearModel, new_state_version
+from ._base import BaseOnlineLinearModel, feature_columns, new_state_version, take_columns
 from .adagrad import AdaGradClassifier
 from ._merge_fast import merge_entries
 from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
@@ -91,12 +95,21 @@ class _Rule:
     array of ``target`` that holds that part of its state, where a merge in
     memory writes the merged part directly (``write`` then finds it in
     place).  ``roots``: the parts that ``sums``, ``storage`` and ``write``
-    hold as their square roots (as the model stores them)."""
+    hold as their square roots (as the model stores them).
+    ``feature_parts``: the parts with one entry per feature (last axis),
+    and ``column_local(est)``: whether a model's merge changes only the
+    columns that some shard changed (every part of the state that depends
+    on a column is a sum of that column's steps), so that a merge in
+    memory can skip the others."""
 
     roots = ()
+    feature_parts = ()
 
     def storage(self, target):
         return {}
+
+    def column_local(self, est):
+        return False
 
     def check(self, est):
         """ValueError if the options of ``est`` have no merge."""
@@ -148,6 +161,11 @@ class _AdaGradRule(_Rule):
                 "u_b": np.zeros(p), "n_b": np.zeros(p), "t": 0}
 
     roots = ("n",)  # accumulators_[..., 1] is sqrt(sum g**2)
+    feature_parts = ("u", "n")
+
+    def column_local(self, est):
+        # mirror descent's weights decay at every step, touched or not
+        return est._rule["update"] != "mirror_descent"
 
     def storage(self, target):
         acc = target.accumulators_
@@ -634,13 +652,14 @@ def _written(rule, template, sums, averages, latest):
 
 
 def _merged_entry(base, values, weight_base, weight_values, average, roots=False,
-                  weight_roots=False, out=None):
+                  weight_roots=False, out=None, entries=None):
     """One part of the merged state of models in memory (``_merge_fast``):
     the same value as the increments' route (``_increment``, ``_add``,
     ``_apply``) gives.  ``base`` None: an averaged part of the state (no
     base); ``weight_base`` None: per-model weights ``weight_values`` (or 1
     when that is None too).  ``out``: the float64 array to write it into
-    (it may be ``base`` itself)."""
+    (it may be ``base`` itself); ``entries``: the flat entries to merge,
+    ``out`` holding the base at the others."""
     integer = base is not None and np.asarray(base).dtype.kind in "iu"
     shape = np.shape(values[0])
     flat = [np.asarray(v, dtype=np.float64).reshape(-1) for v in values]
@@ -656,22 +675,32 @@ def _merged_entry(base, values, weight_base, weight_values, average, roots=False
     flat_out.shape = (-1,)  # a view of out, never a copy (raises instead)
     merge_entries(flat_out, None if base is None else np.asarray(base, dtype=np.float64).reshape(-1),
                   flat, weight_base, per_entry, steps, average, base is not None and not integer,
-                  roots, weight_roots)
+                  roots, weight_roots, entries)
     if integer:  # a step count: the (rounded) increment, added as an integer
         out = base + (np.rint(out) if average else out).astype(np.int64)
     return out.item() if np.ndim(out) == 0 else out
 
 
-def _merge_into(rule, target, base_sums, models, combine):
+def _merge_into(rule, target, base_sums, models, combine, columns=None):
     """(sums, averages, latest) of the merge of ``models`` over
     ``base_sums``, part by part; the parts ``rule.storage(target)`` holds
     are written there.  ``target`` may be the base itself (merged in place):
     the averages come first, and the parts that weigh others last, so that
-    no part is overwritten before everything that reads it is merged."""
+    no part is overwritten before everything that reads it is merged.
+    ``columns``: of a column-local merge into a target that holds the base,
+    the only columns any model changed (sorted int64)."""
     average = combine == "average"
     own = [rule.sums(m) for m in models]
     store = {name: a for name, a in rule.storage(target).items()
              if a.dtype == np.float64 and a.flags.writeable}
+    entries = {}
+    if columns is not None:
+        for name in rule.feature_parts:
+            rows, width = np.shape(base_sums[name])[:-1], np.shape(base_sums[name])[-1]
+            starts = np.arange(int(np.prod(rows)), dtype=np.int64) * width
+            entries[name] = (starts[:, None] + columns[None, :]).ravel()
+            if name not in store:
+                raise ValueError(f"A merge of some columns writes {name!r} in place.")
 
     def weights(name):
         if name is None:
@@ -695,36 +724,47 @@ def _merge_into(rule, target, base_sums, models, combine):
     for name in sorted(base_sums, key=lambda name: name in weighing):
         wb, wv, weight_roots = weights(rule.weight_of(name) if average else None)
         sums[name] = _merged_entry(base_sums[name], [o[name] for o in own], wb, wv, average,
-                                   name in rule.roots, weight_roots, out=store.get(name))
+                                   name in rule.roots, weight_roots, out=store.get(name),
+                                   entries=entries.get(name))
     return sums, averages, latest
 
 
-def _merged_in_place(state, models, combine="sum"):
+def _merged_in_place(state, models, combine="sum", columns=None):
     """Merge ``models``, each continued from ``state``, into ``state``
     itself (its arrays reused: on a wide model a new state costs more than
     the merge).  ``state`` is left as ``merge(models, base=state)`` would
-    return it."""
+    return it.  ``columns``: the columns the models' calls can have changed
+    (sorted int64; None: any), of which alone a column-local merge reads
+    and writes the per-feature parts.  Returns the columns it merged (None:
+    all)."""
     rule = check_mergeable(models, state)
+    if not rule.column_local(state):
+        columns = None
     if len(models) == 1:
-        _assign(state, models[0])
-        return state
-    rule.write(state, *_merge_into(rule, state, rule.sums(state), models, combine))
+        _assign(state, models[0], columns)
+        return columns
+    rule.write(state, *_merge_into(rule, state, rule.sums(state), models, combine, columns))
     state._state_version = new_state_version()
     state.n_iter_ = 1
-    return state
+    return columns
 
 
-def _assign(target, source):
+def _assign(target, source, columns=None):
     """Make ``target`` a copy of ``source`` (as ``copy.deepcopy`` would),
     copying the arrays into those of ``target`` of the same shape and type
-    instead of allocating new ones."""
+    instead of allocating new ones.  ``columns``: the only columns in which
+    the arrays updated in place (``_in_place_arrays``) of the two differ."""
     mine = target.__dict__
+    partial = set(source._in_place_arrays()) if columns is not None else ()
     for name, value in source.__dict__.items():
         old = mine.get(name)
         if (isinstance(value, np.ndarray) and isinstance(old, np.ndarray)
                 and old is not value and old.shape == value.shape
                 and old.dtype == value.dtype and old.flags.writeable and old.base is None):
-            np.copyto(old, value)
+            if name in partial:
+                old[feature_columns(old, columns)] = take_columns(value, columns)
+            else:
+                np.copyto(old, value)
         else:
             mine[name] = copy.deepcopy(value)
     for name in set(mine) - set(source.__dict__):

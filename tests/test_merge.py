@@ -422,6 +422,64 @@ def test_disposable_calls_skip_the_rollback_in_their_thread_only(data):
 
 
 @pytest.mark.parametrize("combine", ["sum", "average"])
+@pytest.mark.parametrize("update", ["dual_averaging", "ftrl_proximal", "mirror_descent"])
+def test_threads_merge_only_the_touched_columns_bit_for_bit(update, combine, monkeypatch):
+    """Wide sparse rows touch a few columns per pass: the threads then
+    merge and copy back only those (a column-local state), and the model is
+    bit for bit the one of whole-array merges."""
+    import sklearn_adaprox.distributed as distributed
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    rng = np.random.RandomState(4)
+    X = sp.random(300, 5000, density=5e-4, format="csr", random_state=rng)
+    y = np.where(X @ rng.randn(5000) + 0.1 * rng.randn(300) > 0, 1.0, -1.0)
+    est = AdaGradClassifier(update=update, penalty="elasticnet", alpha=1e-3, l1_ratio=0.5)
+    trainer = ThreadShardedTrainer(est, n_jobs=2, n_shards=3, max_iter=3, combine=combine,
+                                   shuffle=True, random_state=0)
+    merged_columns = []
+    merge_in_place = distributed._merged_in_place
+
+    def spy(state, models, combine, columns=None):
+        merged_columns.append(columns)
+        return merge_in_place(state, models, combine, columns)
+
+    monkeypatch.setattr(distributed, "_merged_in_place", spy)
+    sparse = clone(trainer).fit(X, y)
+    assert all(c is not None and 0 < c.size < X.shape[1] / 4 for c in merged_columns)
+    monkeypatch.setattr(distributed, "SPARSE_ROUND", 0)  # whole arrays always
+    whole = clone(trainer).fit(X, y)
+    for name in ("accumulators_", "intercept_", "intercept_sum_gradient_", "coef_"):
+        assert_array_equal(getattr(sparse.estimator_, name), getattr(whole.estimator_, name))
+    assert sparse.loss_curve_ == whole.loss_curve_
+    assert np.any(sparse.estimator_.coef_ != 0)
+    # warm-started fits keep their shards from one fit to the next (not in
+    # the pickle), unless estimator_ changed in between
+    monkeypatch.setattr(distributed, "SPARSE_ROUND", 4)
+    trainer.set_params(shuffle=False)
+    one = clone(trainer).fit(X, y)
+    stepwise = clone(trainer).set_params(max_iter=1, warm_start=True)
+    for _ in range(3):
+        stepwise.fit(X, y)
+    assert "_kept_shards" in stepwise.__dict__
+    assert "_kept_shards" not in pickle.loads(pickle.dumps(stepwise)).__dict__
+    assert "_kept_shards" in stepwise.__dict__  # pickling dropped them from the copy only
+    assert_array_equal(stepwise.estimator_.accumulators_, one.estimator_.accumulators_)
+    # a step on columns no row of X has: the kept shards are stale there,
+    # which matters once rows with those columns come
+    unused = np.flatnonzero(np.diff(X.tocsc().indptr) == 0)[:3]
+    extra = sp.csr_matrix((np.ones(3), unused, [0, 3]), shape=(1, X.shape[1]))
+    stepwise.estimator_.partial_fit(extra, y[:1])
+    expected = copy.deepcopy(stepwise.estimator_)
+    X2, y2 = sp.vstack([X, extra, extra]).tocsr(), np.r_[y, y[:2]]
+    stepwise.fit(X2, y2)
+    again = clone(trainer).set_params(max_iter=1, warm_start=True)
+    again.estimator_, again.resolved_params_ = expected, {}
+    again.loss_curve_, again.classes_ = [], expected.classes_
+    again.fit(X2, y2)
+    assert_array_equal(stepwise.estimator_.accumulators_, again.estimator_.accumulators_)
+
+
+@pytest.mark.parametrize("combine", ["sum", "average"])
 def test_sparse_increments_give_the_dense_merge_bit_for_bit(combine):
     """Increments of wide sparse data travel as their non-zero entries;
     the merge is the same floating-point sums as with dense arrays."""
@@ -504,7 +562,8 @@ def test_in_memory_merge_is_the_increments_route_bit_for_bit(data, est, combine)
         total = inc if total is None else module._add(total, inc)
     expected = module._apply(rule, base, rule.sums(base), total)
     # and merged into a copy of the base in place, as the threads do
-    in_place = module._merged_in_place(copy.deepcopy(base), models, combine)
+    in_place = copy.deepcopy(base)
+    module._merged_in_place(in_place, models, combine)
     names = [k for k, v in expected.__dict__.items()
              if k.endswith("_") and not k.startswith("_") and k != "loss_curve_"
              and isinstance(v, (np.ndarray, float, int, np.number))]
