@@ -18,6 +18,12 @@ A classifier may also override ``_problem_targets`` (to learn all classes as
 one problem instead of one-vs-rest) and ``_check_options`` (to refuse
 parameter combinations that depend on the data, before any state changes).
 
+An algorithm whose call is not a sequence of passes (RDA+: dual averaging,
+then a batch local phase on the identified support) overrides ``_train``
+instead of ``_run_epoch``: the work of a call once its input is validated
+and its state ready; validation, labels, weights and the transaction stay
+the base class's.
+
 Every ``fit`` / ``partial_fit`` is a transaction (``_transaction``): it
 validates the input (sparse structure first, then values and scales), works
 on its own copy of the fitted state, checks that the state is finite after
@@ -751,6 +757,12 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         if first_call:
             self.classes_ = all_classes
         self._start_state(first_call, partial, len(targets), X.shape[1], X)
+        return self._train(X, targets, sample_weight, partial, first_call)
+
+    def _train(self, X, targets, sample_weight, partial, first_call):
+        """The work of a call once its input is validated and its state is
+        ready (see the module docstring): here the passes of ``_run_epoch``
+        over the binary problems of ``targets`` (+-1 labels), in threads."""
         return self._run_epochs(X, targets, sample_weight, partial, n_jobs=self.n_jobs)
 
     def decision_function(self, X):

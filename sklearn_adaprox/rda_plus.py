@@ -478,7 +478,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
     def _solve_problem(self, k, rows, X, y, sw, n_steps, seed, partial, clock,
                        offset):
         """All the work of binary problem k in this call: its epochs'
-        (loss, weight)."""
+        (loss, weight), and why fit stopped short of tol (None: it did
+        not, or a partial_fit call)."""
         if partial:
             return self._solve_chunk(k, rows, X, y, sw, clock, offset)
         return self._solve_fit(k, rows, X, y, sw, n_steps, seed, clock, offset)
@@ -515,7 +516,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             else:
                 delta, violation = S.measures(w, b, lam, self.fit_intercept, scale)
         self._publish(k, rec, w, b, delta, violation)
-        return [(loss, weight)]
+        return [(loss, weight)], None
 
     def _solve_fit(self, k, rows, X, y, sw, n_steps, seed, clock, offset):
         """fit: epochs of dual averaging, switching to the local phase once
@@ -609,9 +610,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         rec.close(int(self.rda_t_[k]), offset + time.perf_counter() - clock,
                   delta, violation, int(np.count_nonzero(w)))
         self._publish(k, rec, w, b, delta, violation)
-        self._converged[k] = converged
-        self._stop[k] = None if converged else stop
-        return epochs
+        return epochs, None if converged else stop
 
     def _final_model(self, k, S, lam, scale, converged, best_local):
         """(w, b, delta, violation) of fit's model: the local solution if
@@ -686,17 +685,12 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         return Surrogate(X, y, self.reservoir_weight_)
 
     # ------------------------------------------------------------------
-    def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
-        X, y_index, sample_weight, all_classes, first_call = self._validate_input(
-            X, y, sample_weight, classes, partial
-        )
+    def _train(self, X, y_pm, sample_weight, partial, first_call):
+        """Per binary problem: dual averaging, then the local phase (the
+        base class's hook for an algorithm that is not a sequence of
+        passes)."""
         clock = time.perf_counter()
-        n_samples, n_features = X.shape
-        y_pm = self._problem_targets(y_index, all_classes.shape[0])
         n_problems = len(y_pm)
-        if first_call:
-            self.classes_ = all_classes
-        self._start_state(first_call, partial, n_problems, n_features)
         self._resolve_alpha(X, y_pm, sample_weight)
         if not partial:
             self._reset_records(n_problems)
@@ -717,6 +711,9 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             self.loss_curve_.append(np.nan)
             return self
         if partial and self.local_phase:
+            # the reservoir keeps class indices: the +1 of each row's problem
+            y_index = (np.argmax(np.vstack(y_pm) > 0, axis=0) if n_problems > 1
+                       else (y_pm[0] > 0).astype(np.int64))
             self._update_reservoir(X, y_index, sample_weight)
 
         rows = as_row_arrays(X)
@@ -725,23 +722,22 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         if partial:
             last = [h[-1, 1] for h in self.optimality_history_ if h.shape[0]]
             offset = max(last) if last else 0.0
-        self._converged = np.zeros(n_problems, dtype=bool)
-        self._stop = [None] * n_problems
         # The dense products of the local phase are small: BLAS threads only
         # add synchronisation and oversubscribe the one-vs-rest threads.  The
         # limit is process-wide, so it is set once around all the threads (set
         # inside each, one thread's exit would lift it under the others and
         # make their results depend on timing).
         with single_threaded_blas():
-            results = map_problems(
+            solved = map_problems(
                 lambda k: self._solve_problem(
                     k, rows, X, y_pm[k], sample_weight, n_steps, seed, partial,
                     clock, offset,
                 ),
                 n_problems, self.n_jobs,
             )
-        converged, stops = self._converged, self._stop
-        del self._converged, self._stop
+        results = [epochs for epochs, _ in solved]
+        stops = [stop for _, stop in solved]
+        converged = np.array([stop is None for stop in stops])
         self._check_finite_state("this call" if partial else "fit")
         n_epochs = max(len(r) for r in results)
         for e in range(n_epochs):
