@@ -79,7 +79,7 @@ from threadpoolctl import threadpool_limits
 from sklearn_adaprox import RDAPlusClassifier
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox._loss import Log
-from sklearn_adaprox._rda_fast import NEVER, RDAProblem, run_epoch
+from sklearn_adaprox._rda_fast import NEVER, RDAProblem, run_epoch, run_epoch_instrumented
 
 from _results import Results  # --json: the tables as a result file
 
@@ -334,8 +334,8 @@ def identification_runs(X, yp, lam, gamma, target, shuffles, max_epochs):
         hits = np.full(2, -1, dtype=np.int64)
         for _ in range(max_epochs):
             order = rng.permutation(n).astype(np.int64)
-            run_epoch(problem, *rows, yp, sw, order, 0, NEVER, 1 << 62, None,
-                      target, hits)
+            run_epoch_instrumented(problem, *rows, yp, sw, order, 0, NEVER, 1 << 62, None,
+                                   target, hits)
             if hits[0] >= 0 and hits[1] >= 0:
                 break
         cap = max_epochs * n

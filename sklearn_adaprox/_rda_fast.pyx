@@ -267,48 +267,25 @@ def py_exit_step(double abs_u, double l1):
     return exit_step(abs_u, l1)
 
 
-def run_epoch(RDAProblem problem,
-              const floating[::1] X_data,
-              const index_t[::1] X_indices,
-              const index_t[::1] X_indptr,
-              bint is_dense,
-              Py_ssize_t n_features,
-              const double[::1] y,
-              const double[::1] sample_weight,
-              const int64_t[::1] order,
-              Py_ssize_t start,
-              int64_t switch_from,
-              int64_t tau,
-              int64_t[:, ::1] trace=None,
-              const int8_t[::1] target=None,
-              int64_t[::1] hits=None):
-    """Predict-then-learn RDA steps over ``X[order[start:]]``; y in {-1, +1}.
+cdef struct PassEnd:
+    double sum_loss
+    double sum_weight
+    Py_ssize_t position
+    bint switched
 
-    Rows of zero weight are not steps.  After a step ``t`` with
-    ``t >= switch_from`` and ``t - last_change + 1 >= tau`` (``tau``
-    consecutive iterates on one sign pattern) the pass stops early: the
-    caller switches to the local phase and may resume at the returned
-    position.  ``trace`` (test hook, shape ``(len(order), 2)``): row ``s``
-    receives ``(support size, last_change)`` after the step on ``order[s]``.
 
-    ``target`` and ``hits`` (benchmark hook: manifold identification, Lee &
-    Wright's Table 1): ``target`` is a sign pattern with support ``M``;
-    ``hits[0]`` / ``hits[1]`` receive the first step ``t`` at which the
-    iterate is a "2x superset" (the signs of ``target`` on ``M``, at most
-    ``2 |M|`` non-zeros) / has exactly the pattern ``target`` (if not yet
-    set, i.e. negative); the pass stops once both are set.  The mismatch
-    count is kept up to date at each sign change, O(1).
-
-    Returns ``(sum of weight * loss before each step, sum of weights,
-    position after the last row processed, switched)``.
-    """
-    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
-                     problem.sum_grad.shape[0], y.shape[0], sample_weight, order)
-    if not 0 <= start <= order.shape[0]:
-        raise ValueError(f"start={start} is outside the order of {order.shape[0]} rows.")
-    if trace is not None and (trace.shape[0] < order.shape[0] or trace.shape[1] < 2):
-        raise ValueError("trace needs a row of two slots per entry of order.")
-    cdef Loss loss = problem.loss
+# The pass itself, shared by the production entry point (run_epoch) and the
+# one that tests and benchmarks use (run_epoch_instrumented).  run_epoch
+# passes NULL for every instrument and the constant False for
+# ``instrumented``: once inlined, the compiler drops the instruments'
+# branches from its loop.
+cdef inline PassEnd _rda_pass(
+        RDAProblem problem, Loss loss, const floating* data, const index_t* indices,
+        const index_t* indptr, bint is_dense, Py_ssize_t n_features, const double* y,
+        const double* sample_weight, const int64_t* order, Py_ssize_t n_rows,
+        Py_ssize_t start, int64_t switch_from, int64_t tau, bint instrumented,
+        int64_t* trace, Py_ssize_t trace_stride, bint have_target, const int8_t* tgt,
+        int64_t* hit, int64_t target_size, int64_t mismatch) noexcept nogil:
     cdef double gamma = problem.gamma
     cdef double l1 = problem.l1
     cdef bint fit_intercept = problem.fit_intercept
@@ -320,26 +297,229 @@ def run_epoch(RDAProblem problem,
     cdef int64_t t = problem.t
     cdef int64_t last_change = problem.last_change
     cdef int64_t size = problem.support_size
-    cdef bint have_trace = trace is not None
-    cdef bint have_target = target is not None
-    cdef const int8_t* tgt = NULL
-    cdef int64_t* hit = NULL
-    cdef int64_t mismatch = 0, target_size = 0
-
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
     cdef const floating* row_data
     cdef const index_t* row_indices
     cdef Py_ssize_t s, i, k, j, nnz
-    cdef Py_ssize_t n_rows = order.shape[0]
     cdef double sw, yi, p, d, g, au, au_old, uj, excess, threshold
     cdef int64_t T
     cdef double inv_l1 = 1.0 / l1 if l1 > 0.0 else 0.0
     cdef int8_t new_sign
     cdef bint changed, switched = False
     cdef double sum_loss = 0.0, sum_weight = 0.0
+    cdef PassEnd end
+    if not instrumented:
+        trace = NULL
+        have_target = False
 
+    s = start
+    while s < n_rows:
+        i = order[s]
+        s += 1
+        if s < n_rows:
+            prefetch_row(data, indices, indptr, is_dense, n_features, order[s])
+        sw = sample_weight[i]
+        if sw == 0.0:
+            if trace != NULL:
+                trace[(s - 1) * trace_stride] = -1
+                trace[(s - 1) * trace_stride + 1] = -1
+            continue
+        yi = y[i]
+        nnz = get_row(data, indices, indptr, is_dense, n_features, i,
+                      &row_data, &row_indices)
+
+        # predict with the iterate w_t (a closed form of u and t - 1):
+        # sum over the support of -sign(u_j) (|u_j| - l1 t) x_j, scaled
+        # once by 1 / (2 gamma sqrt(t)) (rda_weight, term by term)
+        p = 0.0
+        if t > 0:
+            threshold = l1 * <double> t
+            for k in range(nnz):
+                uj = u[row_indices[k]]
+                excess = fabs(uj) - threshold
+                if excess > 0.0:
+                    p -= copysign(excess, uj) * row_data[k]
+            p /= 2.0 * gamma * sqrt(<double> t)
+            if fit_intercept:
+                p += rda_intercept(u_b, t, gamma)
+        sum_loss += sw * loss.loss(yi, p)
+        sum_weight += sw
+        d = sw * loss.dloss(yi, p)
+        t += 1
+        changed = False
+
+        # touched coordinates: new sum, new sign, new exit step
+        if d != 0.0:
+            for k in range(nnz):
+                g = d * row_data[k]
+                if g == 0.0:
+                    continue
+                j = row_indices[k]
+                au_old = fabs(u[j])
+                u[j] += g
+                au = fabs(u[j])
+                new_sign = 0
+                if au > l1 * <double> t:
+                    new_sign = 1 if u[j] < 0.0 else -1
+                if new_sign == 0:
+                    if sign[j] != 0:
+                        problem.remove(j)
+                elif sign[j] == 0:
+                    problem.set_key(j, exit_step_inv(au, l1, inv_l1))
+                elif au < au_old:
+                    # the exit step moved earlier: lower the key if needed
+                    T = exit_step_inv(au, l1, inv_l1)
+                    if T < key[j]:
+                        problem.set_key(j, T)
+                if new_sign != sign[j]:
+                    changed = True
+                    if have_target and tgt[j] != 0:
+                        mismatch += (new_sign != tgt[j]) - (sign[j] != tgt[j])
+                    if sign[j] == 0:
+                        size += 1
+                    elif new_sign == 0:
+                        size -= 1
+                    sign[j] = new_sign
+            if fit_intercept:
+                u_b += d
+
+        # coordinates whose threshold l1 t has overtaken |u_j| (an early
+        # key is corrected and its coordinate stays)
+        while problem.heap_size > 0 and key[heap[0]] <= t:
+            j = heap[0]
+            T = exit_step_inv(fabs(u[j]), l1, inv_l1)
+            if T > t:
+                problem.set_key(j, T)
+                continue
+            problem.remove(j)
+            if have_target and tgt[j] != 0:
+                mismatch += (tgt[j] != 0) - (sign[j] != tgt[j])
+            sign[j] = 0
+            size -= 1
+            changed = True
+
+        if changed:
+            last_change = t
+        if trace != NULL:
+            trace[(s - 1) * trace_stride] = size
+            trace[(s - 1) * trace_stride + 1] = last_change
+        if have_target and mismatch == 0:
+            if hit[0] < 0 and size <= 2 * target_size:
+                hit[0] = t
+            if hit[1] < 0 and size == target_size:
+                hit[1] = t
+            if hit[0] >= 0 and hit[1] >= 0:
+                break
+        if t >= switch_from and t - last_change + 1 >= tau:
+            switched = True
+            break
+
+    problem.t = t
+    problem.last_change = last_change
+    problem.support_size = size
+    problem.intercept_sum_grad = u_b
+    end.sum_loss, end.sum_weight, end.position, end.switched = (
+        sum_loss, sum_weight, s, switched)
+    return end
+
+
+def run_epoch(RDAProblem problem,
+              const floating[::1] X_data,
+              const index_t[::1] X_indices,
+              const index_t[::1] X_indptr,
+              bint is_dense,
+              Py_ssize_t n_features,
+              const double[::1] y,
+              const double[::1] sample_weight,
+              const int64_t[::1] order,
+              Py_ssize_t start,
+              int64_t switch_from,
+              int64_t tau):
+    """Predict-then-learn RDA steps over ``X[order[start:]]``; y in {-1, +1}.
+
+    Rows of zero weight are not steps.  After a step ``t`` with
+    ``t >= switch_from`` and ``t - last_change + 1 >= tau`` (``tau``
+    consecutive iterates on one sign pattern) the pass stops early: the
+    caller switches to the local phase and may resume at the returned
+    position.
+
+    Returns ``(sum of weight * loss before each step, sum of weights,
+    position after the last row processed, switched)``.
+    """
+    cdef int64_t[:, ::1] no_trace = None
+    cdef const int8_t[::1] no_target = None
+    cdef int64_t[::1] no_hits = None
+    return _checked_pass(problem, X_data, X_indices, X_indptr, is_dense, n_features, y,
+                         sample_weight, order, start, switch_from, tau, False, no_trace,
+                         no_target, no_hits)
+
+
+def run_epoch_instrumented(RDAProblem problem,
+                           const floating[::1] X_data,
+                           const index_t[::1] X_indices,
+                           const index_t[::1] X_indptr,
+                           bint is_dense,
+                           Py_ssize_t n_features,
+                           const double[::1] y,
+                           const double[::1] sample_weight,
+                           const int64_t[::1] order,
+                           Py_ssize_t start,
+                           int64_t switch_from,
+                           int64_t tau,
+                           int64_t[:, ::1] trace=None,
+                           const int8_t[::1] target=None,
+                           int64_t[::1] hits=None):
+    """``run_epoch`` with the instruments of the tests and benchmarks.
+
+    ``trace`` (test hook, shape ``(len(order), 2)``): row ``s`` receives
+    ``(support size, last_change)`` after the step on ``order[s]`` (-1, -1
+    for a row of weight 0).
+
+    ``target`` and ``hits`` (benchmark hook: manifold identification, Lee &
+    Wright's Table 1): ``target`` is a sign pattern with support ``M``;
+    ``hits[0]`` / ``hits[1]`` receive the first step ``t`` at which the
+    iterate is a "2x superset" (the signs of ``target`` on ``M``, at most
+    ``2 |M|`` non-zeros) / has exactly the pattern ``target`` (if not yet
+    set, i.e. negative); the pass stops once both are set.  The mismatch
+    count is kept up to date at each sign change, O(1).
+    """
+    return _checked_pass(problem, X_data, X_indices, X_indptr, is_dense, n_features, y,
+                         sample_weight, order, start, switch_from, tau, True, trace,
+                         target, hits)
+
+
+cdef tuple _checked_pass(RDAProblem problem,
+                         const floating[::1] X_data,
+                         const index_t[::1] X_indices,
+                         const index_t[::1] X_indptr,
+                         bint is_dense,
+                         Py_ssize_t n_features,
+                         const double[::1] y,
+                         const double[::1] sample_weight,
+                         const int64_t[::1] order,
+                         Py_ssize_t start,
+                         int64_t switch_from,
+                         int64_t tau,
+                         bint instrumented,
+                         int64_t[:, ::1] trace,
+                         const int8_t[::1] target,
+                         int64_t[::1] hits):
+    """Both entry points: the input checked, then the pass without the GIL
+    (instrumented or not: two copies of the inlined pass)."""
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     problem.sum_grad.shape[0], y.shape[0], sample_weight, order)
+    if not 0 <= start <= order.shape[0]:
+        raise ValueError(f"start={start} is outside the order of {order.shape[0]} rows.")
+    if trace is not None and (trace.shape[0] < order.shape[0] or trace.shape[1] < 2):
+        raise ValueError("trace needs a row of two slots per entry of order.")
+    cdef int64_t* trace_ptr = NULL
+    cdef Py_ssize_t trace_stride = 0, j
+    cdef bint have_target = target is not None
+    cdef const int8_t* tgt = NULL
+    cdef int64_t* hit = NULL
+    cdef int64_t mismatch = 0, target_size = 0
+    if trace is not None and trace.shape[0] > 0:
+        trace_ptr = &trace[0, 0]
+        trace_stride = trace.shape[1]
     if have_target:
         if target.shape[0] != n_features or hits is None or hits.shape[0] < 2:
             raise ValueError("target needs n_features signs and hits 2 slots")
@@ -350,114 +530,22 @@ def run_epoch(RDAProblem problem,
                 target_size += 1
                 if problem.sign[j] != tgt[j]:
                     mismatch += 1
-
+    cdef const floating* data = NULL
+    cdef const index_t* indices = NULL
     data_pointers(X_data, X_indices, &data, &indices)
-
+    cdef const double* y_ptr = &y[0] if y.shape[0] > 0 else NULL
+    cdef const double* sw_ptr = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
+    cdef const int64_t* order_ptr = &order[0] if order.shape[0] > 0 else NULL
+    cdef PassEnd end
+    cdef Loss loss = problem.loss
     with nogil:
-        s = start
-        while s < n_rows:
-            i = order[s]
-            s += 1
-            if s < n_rows:
-                prefetch_row(data, indices, indptr, is_dense, n_features, order[s])
-            sw = sample_weight[i]
-            if sw == 0.0:
-                if have_trace:
-                    trace[s - 1, 0] = -1
-                    trace[s - 1, 1] = -1
-                continue
-            yi = y[i]
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i,
-                          &row_data, &row_indices)
-
-            # predict with the iterate w_t (a closed form of u and t - 1):
-            # sum over the support of -sign(u_j) (|u_j| - l1 t) x_j, scaled
-            # once by 1 / (2 gamma sqrt(t)) (rda_weight, term by term)
-            p = 0.0
-            if t > 0:
-                threshold = l1 * <double> t
-                for k in range(nnz):
-                    uj = u[row_indices[k]]
-                    excess = fabs(uj) - threshold
-                    if excess > 0.0:
-                        p -= copysign(excess, uj) * row_data[k]
-                p /= 2.0 * gamma * sqrt(<double> t)
-                if fit_intercept:
-                    p += rda_intercept(u_b, t, gamma)
-            sum_loss += sw * loss.loss(yi, p)
-            sum_weight += sw
-            d = sw * loss.dloss(yi, p)
-            t += 1
-            changed = False
-
-            # touched coordinates: new sum, new sign, new exit step
-            if d != 0.0:
-                for k in range(nnz):
-                    g = d * row_data[k]
-                    if g == 0.0:
-                        continue
-                    j = row_indices[k]
-                    au_old = fabs(u[j])
-                    u[j] += g
-                    au = fabs(u[j])
-                    new_sign = 0
-                    if au > l1 * <double> t:
-                        new_sign = 1 if u[j] < 0.0 else -1
-                    if new_sign == 0:
-                        if sign[j] != 0:
-                            problem.remove(j)
-                    elif sign[j] == 0:
-                        problem.set_key(j, exit_step_inv(au, l1, inv_l1))
-                    elif au < au_old:
-                        # the exit step moved earlier: lower the key if needed
-                        T = exit_step_inv(au, l1, inv_l1)
-                        if T < key[j]:
-                            problem.set_key(j, T)
-                    if new_sign != sign[j]:
-                        changed = True
-                        if have_target and tgt[j] != 0:
-                            mismatch += (new_sign != tgt[j]) - (sign[j] != tgt[j])
-                        if sign[j] == 0:
-                            size += 1
-                        elif new_sign == 0:
-                            size -= 1
-                        sign[j] = new_sign
-                if fit_intercept:
-                    u_b += d
-
-            # coordinates whose threshold l1 t has overtaken |u_j| (an early
-            # key is corrected and its coordinate stays)
-            while problem.heap_size > 0 and key[heap[0]] <= t:
-                j = heap[0]
-                T = exit_step_inv(fabs(u[j]), l1, inv_l1)
-                if T > t:
-                    problem.set_key(j, T)
-                    continue
-                problem.remove(j)
-                if have_target and tgt[j] != 0:
-                    mismatch += (tgt[j] != 0) - (sign[j] != tgt[j])
-                sign[j] = 0
-                size -= 1
-                changed = True
-
-            if changed:
-                last_change = t
-            if have_trace:
-                trace[s - 1, 0] = size
-                trace[s - 1, 1] = last_change
-            if have_target and mismatch == 0:
-                if hit[0] < 0 and size <= 2 * target_size:
-                    hit[0] = t
-                if hit[1] < 0 and size == target_size:
-                    hit[1] = t
-                if hit[0] >= 0 and hit[1] >= 0:
-                    break
-            if t >= switch_from and t - last_change + 1 >= tau:
-                switched = True
-                break
-
-    problem.t = t
-    problem.last_change = last_change
-    problem.support_size = size
-    problem.intercept_sum_grad = u_b
-    return sum_loss, sum_weight, s, switched
+        if instrumented:
+            end = _rda_pass(problem, loss, data, indices, &X_indptr[0], is_dense, n_features,
+                            y_ptr, sw_ptr, order_ptr, order.shape[0], start, switch_from,
+                            tau, True, trace_ptr, trace_stride, have_target, tgt, hit,
+                            target_size, mismatch)
+        else:
+            end = _rda_pass(problem, loss, data, indices, &X_indptr[0], is_dense, n_features,
+                            y_ptr, sw_ptr, order_ptr, order.shape[0], start, switch_from,
+                            tau, False, NULL, 0, False, NULL, NULL, 0, 0)
+    return end.sum_loss, end.sum_weight, end.position, end.switched

@@ -19,7 +19,8 @@ from reference.rda import (objective, optimality, rda_reference, sign_pattern,
                            violation)
 from sklearn_adaprox import RDAPlusClassifier
 from sklearn_adaprox._loss import Log
-from sklearn_adaprox._rda_fast import NEVER, RDAProblem, py_exit_step, run_epoch
+from sklearn_adaprox._rda_fast import (NEVER, RDAProblem, py_exit_step, run_epoch,
+                                      run_epoch_instrumented)
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox.datasets import load_a9a
 
@@ -101,7 +102,7 @@ def test_support_tracking_equals_brute_force_scan(small_sparse_problem, layout):
         problem = RDAProblem(Log(), gamma, lam, True, u, state["u_b"], state["t"],
                              state["last"])
         part = np.zeros((hi - lo, 2), dtype=np.int64)
-        run_epoch(problem, *rows, y, sw, order[lo:hi], 0, NEVER, 100, part)
+        run_epoch_instrumented(problem, *rows, y, sw, order[lo:hi], 0, NEVER, 100, part)
         trace[lo:hi] = part
         assert problem.heap_is_valid()
         assert_array_equal(problem.signs(), sign_pattern(u, problem.t, lam))
@@ -124,7 +125,7 @@ def test_identification_hook_equals_brute_force(small_sparse_problem):
         hit_counts.append(ref["hits"])
         hits = np.full(2, -1, dtype=np.int64)
         problem = RDAProblem(Log(), 0.5, 0.03, True, np.zeros(25), 0.0, 0, 0)
-        run_epoch(problem, *as_row_arrays(X), y, sw, order, 0, NEVER, 10**9,
+        run_epoch_instrumented(problem, *as_row_arrays(X), y, sw, order, 0, NEVER, 10**9,
                   None, target, hits)
         assert_array_equal(hits, ref["hits"])
         if min(ref["hits"]) > 0:
