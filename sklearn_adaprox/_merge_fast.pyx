@@ -22,7 +22,7 @@ def merge_entries(double[:] out, const double[:] base, list values,
                   const double[:] weight_base, list weight_values,
                   const double[::1] step_weights, bint average, bint add_base,
                   bint roots=False, bint weight_roots=False,
-                  const int64_t[::1] entries=None):
+                  const int64_t[::1] entries=None, Py_ssize_t lo=0, Py_ssize_t hi=-1):
     """Merge one part of a state, entry by entry (``out`` may be ``base``).
 
     With ``d_k = values[k] - base`` (``base`` None: zero), ``out`` is
@@ -40,7 +40,9 @@ def merge_entries(double[:] out, const double[:] base, list values,
 
     ``entries``: merge only these entries (sorted, distinct, in range);
     ``out`` is left as it is elsewhere (where no model differs from the
-    base, the merge would write the base again).
+    base, the merge would write the base again).  ``lo``, ``hi``: merge only
+    the entries (or the ``entries``) from position ``lo`` to ``hi`` (-1: the
+    end), so that threads can share a part.
     """
     cdef Py_ssize_t n = out.shape[0], K = len(values), k
     if K == 0:
@@ -58,6 +60,11 @@ def merge_entries(double[:] out, const double[:] base, list values,
     if entries is not None and entries.shape[0] and (
             entries[0] < 0 or entries[entries.shape[0] - 1] >= n):
         raise ValueError("entries out of range.")
+    cdef Py_ssize_t size = entries.shape[0] if entries is not None else n
+    if hi < 0:
+        hi = size
+    if not 0 <= lo <= hi <= size:
+        raise ValueError(f"lo={lo}, hi={hi} outside the {size} entries.")
     # the memoryviews are kept in lists (they own the buffers); the loop reads
     # through raw pointers and strides
     views = [_view(v, n) for v in values]
@@ -87,7 +94,7 @@ def merge_entries(double[:] out, const double[:] base, list values,
             _merge(out, base, value_ptr, value_stride, weight_base, weight_ptr,
                    weight_stride, step_weights, K, average and per_entry, average,
                    add_base, roots, weight_roots,
-                   entries if entries is not None else no_entries)
+                   entries if entries is not None else no_entries, lo, hi)
     finally:
         free(value_ptr)
         free(value_stride)
@@ -107,7 +114,7 @@ cdef void _merge(double[:] out, const double[:] base, const double** value_ptr,
                  const double** weight_ptr, const Py_ssize_t* weight_stride,
                  const double[::1] step_weights, Py_ssize_t K, bint per_entry,
                  bint average, bint add_base, bint roots, bint weight_roots,
-                 const int64_t[::1] entries) noexcept nogil:
+                 const int64_t[::1] entries, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
     cdef Py_ssize_t pos[BLOCK]  # the entries of the block
     cdef double b[BLOCK]
     cdef double wb[BLOCK]
@@ -115,14 +122,14 @@ cdef void _merge(double[:] out, const double[:] base, const double** value_ptr,
     cdef double weighted[BLOCK]
     cdef double total[BLOCK]
     cdef bint some = entries is not None
-    cdef Py_ssize_t n = entries.shape[0] if some else out.shape[0], start = 0, m, j, k, vs, ws
+    cdef Py_ssize_t start = lo, m, j, k, vs, ws
     cdef const double* v
     cdef const double* w
     cdef double d, a
     cdef bint has_base = base is not None
     cdef bint per_model = step_weights is not None
-    while start < n:
-        m = min(BLOCK, n - start)
+    while start < hi:
+        m = min(BLOCK, hi - start)
         for j in range(m):
             pos[j] = entries[start + j] if some else start + j
         for j in range(m):

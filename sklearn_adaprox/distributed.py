@@ -137,11 +137,11 @@ def _initial_state(est, part, classes, pin):
     return state, pinned
 
 
-def _continued(shard, state, X, y, rows, classes, columns):
+def _continued(shard, state, X, y, rows, classes, columns, track):
     """``shard`` (None: a new model) made a copy of ``state`` (``columns``:
     the only columns in which they differ, None: any), then one
     ``partial_fit`` pass over the ``rows`` of (X, y); with the columns of
-    those rows (None for dense rows: all).  The call saves nothing for a
+    those rows if ``track`` (else None: all).  The call saves nothing for a
     rollback: should it fail, the shard is discarded and the state was not
     touched."""
     if shard is None:
@@ -151,7 +151,7 @@ def _continued(shard, state, X, y, rows, classes, columns):
     X_rows = _rows(X, rows)
     with disposable():
         shard = _partial_fit(shard, X_rows, y[rows], classes)
-    if not sp.issparse(X_rows):
+    if not track:
         return shard, None
     return shard, touched_columns(X_rows.indices, X_rows.shape[1])
 
@@ -998,6 +998,9 @@ class ThreadShardedTrainer(_ShardedTrainer):
         curve = list(self.loss_curve_) if warm else []
         shards = [None] * n_shards
         changed = None  # the columns in which the shards differ from the state
+        # a pass of fewer non-zeros than columns costs less than a merge of
+        # whole arrays: track the columns it touches (merged alone if few)
+        track = sp.issparse(X) and X.nnz < X.shape[1]
         kept = self.__dict__.get("_kept_shards")
         if warm and kept is not None and kept[0] == self.estimator_._state_version \
                 and len(kept[1]) == n_shards:
@@ -1016,7 +1019,7 @@ class ThreadShardedTrainer(_ShardedTrainer):
                 # a few of the columns (wide sparse rows), only those are
                 # merged and copied back to the shards
                 done = parallel(
-                    delayed(_continued)(shard, state, X, y, b, classes, changed)
+                    delayed(_continued)(shard, state, X, y, b, classes, changed, track)
                     for shard, b in zip(shards, blocks))
                 shards = [shard for shard, _ in done]
                 columns = None
@@ -1025,7 +1028,7 @@ class ThreadShardedTrainer(_ShardedTrainer):
                                               X.shape[1])
                     if SPARSE_ROUND * columns.shape[0] >= X.shape[1]:
                         columns = None  # most columns: whole arrays are quicker
-                changed = _merged_in_place(state, shards, self.combine, columns)
+                changed = _merged_in_place(state, shards, self.combine, columns, parallel)
                 losses = np.array([m.loss_curve_[-1] for m in shards])
                 sizes = np.array([len(b) for b in blocks], dtype=float)
                 ok = np.isfinite(losses)

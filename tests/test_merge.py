@@ -439,9 +439,9 @@ def test_threads_merge_only_the_touched_columns_bit_for_bit(update, combine, mon
     merged_columns = []
     merge_in_place = distributed._merged_in_place
 
-    def spy(state, models, combine, columns=None):
+    def spy(state, models, combine, columns=None, parallel=None):
         merged_columns.append(columns)
-        return merge_in_place(state, models, combine, columns)
+        return merge_in_place(state, models, combine, columns, parallel)
 
     monkeypatch.setattr(distributed, "_merged_in_place", spy)
     sparse = clone(trainer).fit(X, y)
@@ -477,6 +477,31 @@ def test_threads_merge_only_the_touched_columns_bit_for_bit(update, combine, mon
     again.loss_curve_, again.classes_ = [], expected.classes_
     again.fit(X2, y2)
     assert_array_equal(stepwise.estimator_.accumulators_, again.estimator_.accumulators_)
+
+
+@pytest.mark.parametrize("combine", ["sum", "average"])
+def test_a_wide_merge_shared_by_threads_is_the_serial_merge(combine):
+    """Parts of at least PARALLEL_MIN_SIZE entries are merged by the
+    trainer's threads in ranges: the same entries, the same operations."""
+    import sys
+
+    from joblib import Parallel
+
+    module = sys.modules["sklearn_adaprox.merge"]
+    rng = np.random.RandomState(5)
+    width = module.PARALLEL_MIN_SIZE + 123
+    X = sp.random(600, width, density=4e-4, format="csr", random_state=rng)
+    y = np.where(rng.rand(600) > 0.5, 1.0, -1.0)
+    est = AdaGradClassifier(update="mirror_descent", alpha=1e-4)
+    base = clone(est).partial_fit(X[:50], y[:50], classes=[-1.0, 1.0])
+    models = [copy.deepcopy(base).partial_fit(X[i::3], y[i::3]) for i in range(3)]
+    serial, shared = copy.deepcopy(base), copy.deepcopy(base)
+    module._merged_in_place(serial, models, combine)
+    with Parallel(n_jobs=2, prefer="threads") as parallel:
+        module._merged_in_place(shared, models, combine, parallel=parallel)
+    for name in ("accumulators_", "md_weights_", "intercept_"):
+        assert_array_equal(getattr(shared, name), getattr(serial, name))
+    assert np.any(serial.accumulators_ != base.accumulators_)
 
 
 @pytest.mark.parametrize("combine", ["sum", "average"])
