@@ -4,8 +4,10 @@ A loss is a function ``l(y, p)`` of a label or target ``y`` and a margin
 ``p = <w, x> + b``.  Classification losses (``Hinge``, ``SquaredHinge``,
 ``Log``, ``ModifiedHuber``) take ``y`` in {-1, +1}; regression losses
 (``SquaredLoss``, ``AbsoluteLoss``, ``EpsilonInsensitive``, ``Huber``) take a
-real ``y``.  Each loss gives its value, its derivative in ``p`` (a subgradient
-at kinks), its second derivative, and an implicit step.
+real ``y``.  ``Square`` and ``LogitSquare`` (with ``Hinge`` and ``Log``) are
+the surrogates of the pairwise AUC loss, applied to a score difference.  Each
+loss gives its value, its derivative in ``p`` (a subgradient at kinks), its
+second derivative, and an implicit step.
 
 The implicit step is the proximal operator of the loss along the feature
 direction ``s``::
@@ -24,7 +26,8 @@ explicit; this is also the explicit gradient step).
 
 The kernels use the ``cdef`` methods (declared in ``_loss.pxd``, all
 ``noexcept nogil``); the ``py_*`` methods are thin hooks for tests.  Build a
-loss by name with :func:`make_loss`.
+loss by name with :func:`make_loss` (a pairwise surrogate with
+:func:`make_pair_loss`).
 """
 from libc.float cimport DBL_EPSILON
 from libc.math cimport (INFINITY, copysign, exp, fabs, fmax, fmin, isfinite,
@@ -337,6 +340,82 @@ cdef class ModifiedHuber(Loss):
         return "ModifiedHuber()"
 
 
+# --- surrogates of the pairwise AUC loss: y in {-1, +1}, z = y * p ------------
+# PairwiseAUCClassifier applies them to a score difference (y = +1, p = t);
+# its "hinge" and "logistic" surrogates are Hinge and Log above.
+
+cdef inline void _sigmoid_pair(double z, double* sig, double* one_minus) noexcept nogil:
+    """sigma(z) and 1 - sigma(z) without overflow or cancellation."""
+    cdef double e
+    if z >= 0.0:
+        e = exp(-z)
+        sig[0] = 1.0 / (1.0 + e)
+        one_minus[0] = e / (1.0 + e)
+    else:
+        e = exp(z)
+        sig[0] = e / (1.0 + e)
+        one_minus[0] = 1.0 / (1.0 + e)
+
+
+cdef class Square(Loss):
+    """Square surrogate (1 - y p)^2 of the AUC pair loss (no factor 1/2)."""
+
+    def __init__(self):
+        pass
+
+    cdef double loss(self, double y, double p) noexcept nogil:
+        cdef double r = 1.0 - y * p
+        return r * r
+
+    cdef double dloss(self, double y, double p) noexcept nogil:
+        return -2.0 * y * (1.0 - y * p)
+
+    cdef double ddloss(self, double y, double p) noexcept nogil:
+        return 2.0
+
+    # prox_step: the base-class Newton solve (the pairwise kernel takes
+    # explicit steps only).
+
+    def __reduce__(self):
+        return (Square, ())
+
+    def __repr__(self):
+        return "Square()"
+
+
+cdef class LogitSquare(Loss):
+    """Non-convex surrogate (1 - sigma(y p))^2 (Sun et al. 2023, Table 3).
+
+    Not convex: the base-class implicit step is not meaningful for it and is
+    never used by the pairwise kernel.
+    """
+
+    def __init__(self):
+        pass
+
+    cdef double loss(self, double y, double p) noexcept nogil:
+        cdef double s, r
+        _sigmoid_pair(y * p, &s, &r)
+        return r * r
+
+    cdef double dloss(self, double y, double p) noexcept nogil:
+        # d/dp (1 - sigma(z))^2 = -2 y sigma(z) (1 - sigma(z))^2, z = y p
+        cdef double s, r
+        _sigmoid_pair(y * p, &s, &r)
+        return -2.0 * y * s * r * r
+
+    cdef double ddloss(self, double y, double p) noexcept nogil:
+        cdef double s, r
+        _sigmoid_pair(y * p, &s, &r)
+        return -2.0 * s * r * r * (r - 2.0 * s)
+
+    def __reduce__(self):
+        return (LogitSquare, ())
+
+    def __repr__(self):
+        return "LogitSquare()"
+
+
 # --- regression: real y, r = p - y -------------------------------------------
 
 cdef class SquaredLoss(Loss):
@@ -609,3 +688,20 @@ def make_loss(name, *, epsilon=None):
             epsilon = _EPSILON_DEFAULTS[name]
         return LOSSES[name](epsilon)
     return LOSSES[name]()
+
+
+# Surrogates l(t) = loss(y=1, p=t) of the score difference t of a pair.
+PAIR_LOSSES = {
+    "hinge": Hinge,                # (1 - t)_+
+    "logistic": Log,               # log(1 + exp(-t))
+    "square": Square,              # (1 - t)^2
+    "logit_square": LogitSquare,   # (1 - sigma(t))^2
+}
+
+
+def make_pair_loss(name):
+    """Build the pairwise surrogate registered in ``PAIR_LOSSES``."""
+    if not isinstance(name, str) or name not in PAIR_LOSSES:
+        raise ValueError(f"Unknown pairwise loss {name!r}; valid names are "
+                         f"{', '.join(repr(k) for k in PAIR_LOSSES)}.")
+    return PAIR_LOSSES[name]()

@@ -71,14 +71,12 @@ caller's ``coef``, ``momentum`` and ``coef_sum`` are exact and current.
 import numpy as np
 
 from cython cimport floating
-from libc.math cimport exp, ldexp, sqrt
+from libc.math cimport ldexp, sqrt
 from libc.stdint cimport int64_t
 
 from ._dataset cimport (check_pass_input, data_pointers, get_row, index_t, longest_row,
                         prefetch_row)
 from ._loss cimport Loss
-
-from ._loss import Hinge, Log
 
 cdef enum:
     AOGD = 0
@@ -104,77 +102,6 @@ def momentum_window(double theta):
     if theta <= 0.0:
         return 0
     return max(0, int(np.ceil(np.log(MOMENTUM_TAIL * (1.0 - theta)) / np.log(theta))) - 1)
-
-
-# --- surrogates of the margin difference that the shared layer lacks ------
-
-cdef inline void _sigmoid_pair(double z, double* sig, double* one_minus) noexcept nogil:
-    """sigma(z) and 1 - sigma(z) without overflow or cancellation."""
-    cdef double e
-    if z >= 0.0:
-        e = exp(-z)
-        sig[0] = 1.0 / (1.0 + e)
-        one_minus[0] = e / (1.0 + e)
-    else:
-        e = exp(z)
-        sig[0] = e / (1.0 + e)
-        one_minus[0] = 1.0 / (1.0 + e)
-
-
-cdef class SquareLoss(Loss):
-    """Square surrogate (1 - y p)^2 of the AUC pair loss (no factor 1/2)."""
-
-    def __init__(self):
-        pass
-
-    cdef double loss(self, double y, double p) noexcept nogil:
-        cdef double r = 1.0 - y * p
-        return r * r
-
-    cdef double dloss(self, double y, double p) noexcept nogil:
-        return -2.0 * y * (1.0 - y * p)
-
-    cdef double ddloss(self, double y, double p) noexcept nogil:
-        return 2.0
-
-    def __reduce__(self):
-        return (SquareLoss, ())
-
-    def __repr__(self):
-        return "SquareLoss()"
-
-
-cdef class LogitSquareLoss(Loss):
-    """Non-convex surrogate (1 - sigma(y p))^2 (Sun et al. 2023, Table 3).
-
-    Not convex: the base-class implicit step is not meaningful for it and is
-    never used by the pairwise kernel.
-    """
-
-    def __init__(self):
-        pass
-
-    cdef double loss(self, double y, double p) noexcept nogil:
-        cdef double s, r
-        _sigmoid_pair(y * p, &s, &r)
-        return r * r
-
-    cdef double dloss(self, double y, double p) noexcept nogil:
-        # d/dp (1 - sigma(z))^2 = -2 y sigma(z) (1 - sigma(z))^2, z = y p
-        cdef double s, r
-        _sigmoid_pair(y * p, &s, &r)
-        return -2.0 * y * s * r * r
-
-    cdef double ddloss(self, double y, double p) noexcept nogil:
-        cdef double s, r
-        _sigmoid_pair(y * p, &s, &r)
-        return -2.0 * s * r * r * (r - 2.0 * s)
-
-    def __reduce__(self):
-        return (LogitSquareLoss, ())
-
-    def __repr__(self):
-        return "LogitSquareLoss()"
 
 
 def block_length(double theta):
@@ -208,19 +135,6 @@ cdef inline void compose(const double* x, const double* y, double* out) noexcept
     out[2] = y[2] * x[2]
     out[3] = y[0] * x[3] + y[3] * x[2]
     out[4] = x[4] + y[1] * x[3] + y[4] * x[2]
-
-
-def make_pair_loss(name):
-    """Surrogate l of the pair margin t: l(t) = loss(y=1, p=t)."""
-    if name == "hinge":
-        return Hinge(1.0)          # (1 - t)_+
-    if name == "logistic":
-        return Log()               # log(1 + exp(-t))
-    if name == "square":
-        return SquareLoss()        # (1 - t)^2
-    if name == "logit_square":
-        return LogitSquareLoss()   # (1 - sigma(t))^2
-    raise ValueError(f"Unknown pairwise loss {name!r}.")
 
 
 cdef class PairwiseAUCProblem:

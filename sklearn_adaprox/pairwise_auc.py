@@ -5,7 +5,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseOnlineLinearClassifier
-from ._pairwise_auc_fast import PairwiseAUCProblem, make_pair_loss, run_epoch
+from ._loss import make_pair_loss
+from ._pairwise_auc_fast import PairwiseAUCProblem, run_epoch
 
 
 class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
