@@ -342,7 +342,7 @@ cdef class ModifiedHuber(Loss):
 
 # --- surrogates of the pairwise AUC loss: y in {-1, +1}, z = y * p ------------
 # PairwiseAUCClassifier applies them to a score difference (y = +1, p = t);
-# its "hinge" and "logistic" surrogates are Hinge and Log above.
+# its "hinge" and "log_loss" surrogates are Hinge and Log above.
 
 cdef inline void _sigmoid_pair(double z, double* sig, double* one_minus) noexcept nogil:
     """sigma(z) and 1 - sigma(z) without overflow or cancellation."""
@@ -693,7 +693,7 @@ def make_loss(name, *, epsilon=None):
 # Surrogates l(t) = loss(y=1, p=t) of the score difference t of a pair.
 PAIR_LOSSES = {
     "hinge": Hinge,                # (1 - t)_+
-    "logistic": Log,               # log(1 + exp(-t))
+    "log_loss": Log,               # log(1 + exp(-t))
     "square": Square,              # (1 - t)^2
     "logit_square": LogitSquare,   # (1 - sigma(t))^2
 }
