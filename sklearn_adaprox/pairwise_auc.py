@@ -333,7 +333,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             int(self.averaged_steps_),
         )
         sum_loss, sum_weight, last = run_epoch(problem, *rows, y, sample_weight, order)
-        self.total_sq_gradient_[0] = problem.v
+        self.total_sq_gradient_[0] = problem.total_sq_gradient
         self.averaged_steps_ = int(problem.n_averaged)
         if self.average and self.averaged_steps_ > 0:
             self.coef_[0] = self.coef_sum_[0] / self.averaged_steps_
@@ -348,8 +348,8 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         )
         if last is not None:
             self.last_sample_indices_, self.last_sample_values_ = last
-            self.last_sample_label_ = float(problem.prev_label)
-            self.last_sample_weight_ = float(problem.prev_weight)
+            self.last_sample_label_ = float(problem.partner_label)
+            self.last_sample_weight_ = float(problem.partner_weight)
         self.intercept_[0] = -self._threshold() if self.fit_intercept else 0.0
         return sum_loss, sum_weight
 
