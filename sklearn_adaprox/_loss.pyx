@@ -63,8 +63,10 @@ cdef inline double _split(double lo, double hi, double* shrink) noexcept nogil:
 cdef class Loss:
     """Base class of the losses (abstract: use a subclass).
 
-    The base ``prox_step`` is a generic safeguarded 1-D Newton solve that only
-    needs ``dloss`` and ``ddloss``; subclasses with a closed form override it.
+    ``prox_step`` settles the degenerate steps the same way for every loss
+    and passes the others to ``solve_prox``: in the base class a generic
+    safeguarded 1-D Newton solve that only needs ``dloss`` and ``ddloss``,
+    which subclasses with a closed form override.
     """
 
     def __cinit__(self, *args, **kwargs):
@@ -83,7 +85,18 @@ cdef class Loss:
 
     cdef double prox_step(self, double y, double p, double sq_norm,
                           double step) noexcept nogil:
-        """Root of phi(c) = c + step * dloss(y, p + c * sq_norm).
+        """The degenerate cases of every loss, then ``solve_prox``."""
+        if not step > 0.0:
+            return 0.0
+        if not sq_norm > 0.0:
+            # The margin does not move with c, so the fixed point is explicit.
+            return -step * self.dloss(y, p)
+        return self.solve_prox(y, p, sq_norm, step)
+
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
+        """Root of phi(c) = c + step * dloss(y, p + c * sq_norm), for
+        step > 0 and sq_norm > 0.
 
         phi is increasing (dloss is non-decreasing in p for a convex loss and
         sq_norm >= 0) with phi' = 1 + step * sq_norm * ddloss >= 1, so the
@@ -99,12 +112,7 @@ cdef class Loss:
         cdef double c0, lo, hi, c, c_new, f, df, move, prev_move
         cdef double shrink = 0.5
         cdef int it
-        if not step > 0.0:
-            return 0.0
         c0 = -step * self.dloss(y, p)
-        if not sq_norm > 0.0:
-            # The margin does not move with c, so the fixed point is explicit.
-            return c0
         if c0 == 0.0:
             return 0.0
         lo = fmin(0.0, c0)
@@ -168,7 +176,25 @@ cdef class Loss:
                             double step):
         """The base-class Newton solve, even where a closed form overrides it
         (to test the solver against the closed forms)."""
-        return Loss.prox_step(self, y, p, sq_norm, step)
+        if not step > 0.0:
+            return 0.0
+        if not sq_norm > 0.0:
+            return -step * self.dloss(y, p)
+        return Loss.solve_prox(self, y, p, sq_norm, step)
+
+    # -- pickling and repr ----------------------------------------------------
+    # A loss is rebuilt from its constructor's arguments; a subclass with
+    # parameters lists them, in the constructor's order, in _init_kwargs.
+
+    def _init_kwargs(self):
+        return {}
+
+    def __reduce__(self):
+        return (type(self), tuple(self._init_kwargs().values()))
+
+    def __repr__(self):
+        args = ", ".join(f"{name}={value!r}" for name, value in self._init_kwargs().items())
+        return f"{type(self).__name__}({args})"
 
 
 cdef inline double _check_param(name, double value, bint allow_zero) except? -1.0:
@@ -187,6 +213,9 @@ cdef class Hinge(Loss):
     def __init__(self, double threshold=1.0):
         self.threshold = _check_param("threshold", threshold, True)
 
+    def _init_kwargs(self):
+        return {"threshold": self.threshold}
+
     cdef double loss(self, double y, double p) noexcept nogil:
         return fmax(0.0, self.threshold - y * p)
 
@@ -196,23 +225,13 @@ cdef class Hinge(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double z = y * p
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if z >= self.threshold:
             return 0.0
         # Either the full step (still below the hinge) or land on the kink.
         return y * fmin(step, (self.threshold - z) / sq_norm)
-
-    def __reduce__(self):
-        return (Hinge, (self.threshold,))
-
-    def __repr__(self):
-        return f"Hinge(threshold={self.threshold!r})"
 
 
 cdef class SquaredHinge(Loss):
@@ -221,6 +240,9 @@ cdef class SquaredHinge(Loss):
 
     def __init__(self, double threshold=1.0):
         self.threshold = _check_param("threshold", threshold, True)
+
+    def _init_kwargs(self):
+        return {"threshold": self.threshold}
 
     cdef double loss(self, double y, double p) noexcept nogil:
         cdef double r = fmax(0.0, self.threshold - y * p)
@@ -232,25 +254,15 @@ cdef class SquaredHinge(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 2.0 if y * p < self.threshold else 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double z = y * p
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if z >= self.threshold:
             return 0.0
         # u = y c solves u = 2 step (threshold - z - u sq_norm); the new
         # margin stays below the threshold, so this piece is the right one.
         return y * (2.0 * step * (self.threshold - z)
                     / (1.0 + 2.0 * step * sq_norm))
-
-    def __reduce__(self):
-        return (SquaredHinge, (self.threshold,))
-
-    def __repr__(self):
-        return f"SquaredHinge(threshold={self.threshold!r})"
 
 
 cdef class Log(Loss):
@@ -280,13 +292,7 @@ cdef class Log(Loss):
         cdef double e = exp(-fabs(y * p))
         return e / ((1.0 + e) * (1.0 + e))
 
-    # prox_step: no closed form, the base-class Newton solve is used.
-
-    def __reduce__(self):
-        return (Log, ())
-
-    def __repr__(self):
-        return "Log()"
+    # solve_prox: no closed form, the base-class Newton solve is used.
 
 
 cdef class ModifiedHuber(Loss):
@@ -315,14 +321,10 @@ cdef class ModifiedHuber(Loss):
         cdef double z = y * p
         return 2.0 if -1.0 <= z < 1.0 else 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double z = y * p
         cdef double u
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if z >= 1.0:
             return 0.0
         # l' is monotone so the fixed point is unique: the first piece whose
@@ -332,12 +334,6 @@ cdef class ModifiedHuber(Loss):
             return y * u
         # Quadratic piece: u = 2 step (1 - z - u sq_norm).
         return y * (2.0 * step * (1.0 - z) / (1.0 + 2.0 * step * sq_norm))
-
-    def __reduce__(self):
-        return (ModifiedHuber, ())
-
-    def __repr__(self):
-        return "ModifiedHuber()"
 
 
 # --- surrogates of the pairwise AUC loss: y in {-1, +1}, z = y * p ------------
@@ -373,14 +369,8 @@ cdef class Square(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 2.0
 
-    # prox_step: the base-class Newton solve (the pairwise kernel takes
+    # solve_prox: the base-class Newton solve (the pairwise kernel takes
     # explicit steps only).
-
-    def __reduce__(self):
-        return (Square, ())
-
-    def __repr__(self):
-        return "Square()"
 
 
 cdef class LogitSquare(Loss):
@@ -409,12 +399,6 @@ cdef class LogitSquare(Loss):
         _sigmoid_pair(y * p, &s, &r)
         return -2.0 * s * r * r * (r - 2.0 * s)
 
-    def __reduce__(self):
-        return (LogitSquare, ())
-
-    def __repr__(self):
-        return "LogitSquare()"
-
 
 # --- regression: real y, r = p - y -------------------------------------------
 
@@ -436,16 +420,11 @@ cdef class SquaredLoss(Loss):
 
     cdef double prox_step(self, double y, double p, double sq_norm,
                           double step) noexcept nogil:
+        # Overrides prox_step itself: the formula also covers sq_norm <= 0
+        # (giving -step (p - y)), so only the step needs a guard.
         if not step > 0.0:
             return 0.0
-        # Also right for sq_norm == 0 (gives -step (p - y)).
         return -(p - y) * step / (1.0 + step * fmax(sq_norm, 0.0))
-
-    def __reduce__(self):
-        return (SquaredLoss, ())
-
-    def __repr__(self):
-        return "SquaredLoss()"
 
 
 cdef class AbsoluteLoss(Loss):
@@ -468,23 +447,13 @@ cdef class AbsoluteLoss(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double r = p - y
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if r == 0.0:
             return 0.0
         # Soft-thresholding of the residual: full step or land on y.
         return -copysign(fmin(step, fabs(r) / sq_norm), r)
-
-    def __reduce__(self):
-        return (AbsoluteLoss, ())
-
-    def __repr__(self):
-        return "AbsoluteLoss()"
 
 
 cdef class EpsilonInsensitive(Loss):
@@ -493,6 +462,9 @@ cdef class EpsilonInsensitive(Loss):
 
     def __init__(self, double epsilon=0.1):
         self.epsilon = _check_param("epsilon", epsilon, True)
+
+    def _init_kwargs(self):
+        return {"epsilon": self.epsilon}
 
     cdef double loss(self, double y, double p) noexcept nogil:
         return fmax(0.0, fabs(p - y) - self.epsilon)
@@ -508,24 +480,14 @@ cdef class EpsilonInsensitive(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double r = p - y
         cdef double excess = fabs(r) - self.epsilon
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if excess <= 0.0:
             return 0.0
         # Full step, or land on the edge of the insensitive tube.
         return -copysign(fmin(step, excess / sq_norm), r)
-
-    def __reduce__(self):
-        return (EpsilonInsensitive, (self.epsilon,))
-
-    def __repr__(self):
-        return f"EpsilonInsensitive(epsilon={self.epsilon!r})"
 
 
 cdef class Huber(Loss):
@@ -535,6 +497,9 @@ cdef class Huber(Loss):
 
     def __init__(self, double epsilon=1.0):
         self.epsilon = _check_param("epsilon", epsilon, False)
+
+    def _init_kwargs(self):
+        return {"epsilon": self.epsilon}
 
     cdef double loss(self, double y, double p) noexcept nogil:
         cdef double r = fabs(p - y)
@@ -553,26 +518,16 @@ cdef class Huber(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 1.0 if fabs(p - y) <= self.epsilon else 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double r = p - y
         cdef double denom
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         # Quadratic piece first (new residual r / (1 + step sq_norm)); if it
         # leaves the piece, the unique fixed point is on the clipped piece.
         denom = 1.0 + step * sq_norm
         if fabs(r) <= self.epsilon * denom:
             return -r * step / denom
         return -copysign(step * self.epsilon, r)
-
-    def __reduce__(self):
-        return (Huber, (self.epsilon,))
-
-    def __repr__(self):
-        return f"Huber(epsilon={self.epsilon!r})"
 
 
 # --- multinomial: class scores p_0..p_{K-1}, y a class index ----------------
