@@ -17,9 +17,14 @@ cdef class Loss:
     #     x* = w + c * s = argmin_x  step * l(y, <x, s>) + 0.5 * ||x - w||^2,
     # given p = <w, s> (plus any fixed offset such as the intercept) and
     # sq_norm = ||s||^2.  Equivalently c = -step * l'(y, p + c * sq_norm).
-    # Closed form where one exists; a safeguarded 1-D Newton solve otherwise.
+    # step <= 0 gives 0 and sq_norm <= 0 the explicit -step * l'(y, p) for
+    # every loss; the other cases are solve_prox's.
     cdef double prox_step(self, double y, double p, double sq_norm,
                           double step) noexcept nogil
+    # prox_step for step > 0 and sq_norm > 0: closed form where one exists,
+    # a safeguarded 1-D Newton solve otherwise.
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil
 
 
 cdef class MultinomialLoss:

@@ -4,8 +4,10 @@ A loss is a function ``l(y, p)`` of a label or target ``y`` and a margin
 ``p = <w, x> + b``.  Classification losses (``Hinge``, ``SquaredHinge``,
 ``Log``, ``ModifiedHuber``) take ``y`` in {-1, +1}; regression losses
 (``SquaredLoss``, ``AbsoluteLoss``, ``EpsilonInsensitive``, ``Huber``) take a
-real ``y``.  Each loss gives its value, its derivative in ``p`` (a subgradient
-at kinks), its second derivative, and an implicit step.
+real ``y``.  ``Square`` and ``LogitSquare`` (with ``Hinge`` and ``Log``) are
+the surrogates of the pairwise AUC loss, applied to a score difference.  Each
+loss gives its value, its derivative in ``p`` (a subgradient at kinks), its
+second derivative, and an implicit step.
 
 The implicit step is the proximal operator of the loss along the feature
 direction ``s``::
@@ -24,7 +26,8 @@ explicit; this is also the explicit gradient step).
 
 The kernels use the ``cdef`` methods (declared in ``_loss.pxd``, all
 ``noexcept nogil``); the ``py_*`` methods are thin hooks for tests.  Build a
-loss by name with :func:`make_loss`.
+loss by name with :func:`make_loss` (a pairwise surrogate with
+:func:`make_pair_loss`).
 """
 from libc.float cimport DBL_EPSILON
 from libc.math cimport (INFINITY, copysign, exp, fabs, fmax, fmin, isfinite,
@@ -60,8 +63,10 @@ cdef inline double _split(double lo, double hi, double* shrink) noexcept nogil:
 cdef class Loss:
     """Base class of the losses (abstract: use a subclass).
 
-    The base ``prox_step`` is a generic safeguarded 1-D Newton solve that only
-    needs ``dloss`` and ``ddloss``; subclasses with a closed form override it.
+    ``prox_step`` settles the degenerate steps the same way for every loss
+    and passes the others to ``solve_prox``: in the base class a generic
+    safeguarded 1-D Newton solve that only needs ``dloss`` and ``ddloss``,
+    which subclasses with a closed form override.
     """
 
     def __cinit__(self, *args, **kwargs):
@@ -80,7 +85,18 @@ cdef class Loss:
 
     cdef double prox_step(self, double y, double p, double sq_norm,
                           double step) noexcept nogil:
-        """Root of phi(c) = c + step * dloss(y, p + c * sq_norm).
+        """The degenerate cases of every loss, then ``solve_prox``."""
+        if not step > 0.0:
+            return 0.0
+        if not sq_norm > 0.0:
+            # The margin does not move with c, so the fixed point is explicit.
+            return -step * self.dloss(y, p)
+        return self.solve_prox(y, p, sq_norm, step)
+
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
+        """Root of phi(c) = c + step * dloss(y, p + c * sq_norm), for
+        step > 0 and sq_norm > 0.
 
         phi is increasing (dloss is non-decreasing in p for a convex loss and
         sq_norm >= 0) with phi' = 1 + step * sq_norm * ddloss >= 1, so the
@@ -96,12 +112,7 @@ cdef class Loss:
         cdef double c0, lo, hi, c, c_new, f, df, move, prev_move
         cdef double shrink = 0.5
         cdef int it
-        if not step > 0.0:
-            return 0.0
         c0 = -step * self.dloss(y, p)
-        if not sq_norm > 0.0:
-            # The margin does not move with c, so the fixed point is explicit.
-            return c0
         if c0 == 0.0:
             return 0.0
         lo = fmin(0.0, c0)
@@ -165,7 +176,25 @@ cdef class Loss:
                             double step):
         """The base-class Newton solve, even where a closed form overrides it
         (to test the solver against the closed forms)."""
-        return Loss.prox_step(self, y, p, sq_norm, step)
+        if not step > 0.0:
+            return 0.0
+        if not sq_norm > 0.0:
+            return -step * self.dloss(y, p)
+        return Loss.solve_prox(self, y, p, sq_norm, step)
+
+    # -- pickling and repr ----------------------------------------------------
+    # A loss is rebuilt from its constructor's arguments; a subclass with
+    # parameters lists them, in the constructor's order, in _init_kwargs.
+
+    def _init_kwargs(self):
+        return {}
+
+    def __reduce__(self):
+        return (type(self), tuple(self._init_kwargs().values()))
+
+    def __repr__(self):
+        args = ", ".join(f"{name}={value!r}" for name, value in self._init_kwargs().items())
+        return f"{type(self).__name__}({args})"
 
 
 cdef inline double _check_param(name, double value, bint allow_zero) except? -1.0:
@@ -184,6 +213,9 @@ cdef class Hinge(Loss):
     def __init__(self, double threshold=1.0):
         self.threshold = _check_param("threshold", threshold, True)
 
+    def _init_kwargs(self):
+        return {"threshold": self.threshold}
+
     cdef double loss(self, double y, double p) noexcept nogil:
         return fmax(0.0, self.threshold - y * p)
 
@@ -193,23 +225,13 @@ cdef class Hinge(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double z = y * p
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if z >= self.threshold:
             return 0.0
         # Either the full step (still below the hinge) or land on the kink.
         return y * fmin(step, (self.threshold - z) / sq_norm)
-
-    def __reduce__(self):
-        return (Hinge, (self.threshold,))
-
-    def __repr__(self):
-        return f"Hinge(threshold={self.threshold!r})"
 
 
 cdef class SquaredHinge(Loss):
@@ -218,6 +240,9 @@ cdef class SquaredHinge(Loss):
 
     def __init__(self, double threshold=1.0):
         self.threshold = _check_param("threshold", threshold, True)
+
+    def _init_kwargs(self):
+        return {"threshold": self.threshold}
 
     cdef double loss(self, double y, double p) noexcept nogil:
         cdef double r = fmax(0.0, self.threshold - y * p)
@@ -229,25 +254,15 @@ cdef class SquaredHinge(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 2.0 if y * p < self.threshold else 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double z = y * p
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if z >= self.threshold:
             return 0.0
         # u = y c solves u = 2 step (threshold - z - u sq_norm); the new
         # margin stays below the threshold, so this piece is the right one.
         return y * (2.0 * step * (self.threshold - z)
                     / (1.0 + 2.0 * step * sq_norm))
-
-    def __reduce__(self):
-        return (SquaredHinge, (self.threshold,))
-
-    def __repr__(self):
-        return f"SquaredHinge(threshold={self.threshold!r})"
 
 
 cdef class Log(Loss):
@@ -277,13 +292,7 @@ cdef class Log(Loss):
         cdef double e = exp(-fabs(y * p))
         return e / ((1.0 + e) * (1.0 + e))
 
-    # prox_step: no closed form, the base-class Newton solve is used.
-
-    def __reduce__(self):
-        return (Log, ())
-
-    def __repr__(self):
-        return "Log()"
+    # solve_prox: no closed form, the base-class Newton solve is used.
 
 
 cdef class ModifiedHuber(Loss):
@@ -312,14 +321,10 @@ cdef class ModifiedHuber(Loss):
         cdef double z = y * p
         return 2.0 if -1.0 <= z < 1.0 else 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double z = y * p
         cdef double u
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if z >= 1.0:
             return 0.0
         # l' is monotone so the fixed point is unique: the first piece whose
@@ -330,11 +335,69 @@ cdef class ModifiedHuber(Loss):
         # Quadratic piece: u = 2 step (1 - z - u sq_norm).
         return y * (2.0 * step * (1.0 - z) / (1.0 + 2.0 * step * sq_norm))
 
-    def __reduce__(self):
-        return (ModifiedHuber, ())
 
-    def __repr__(self):
-        return "ModifiedHuber()"
+# --- surrogates of the pairwise AUC loss: y in {-1, +1}, z = y * p ------------
+# PairwiseAUCClassifier applies them to a score difference (y = +1, p = t);
+# its "hinge" and "log_loss" surrogates are Hinge and Log above.
+
+cdef inline void _sigmoid_pair(double z, double* sig, double* one_minus) noexcept nogil:
+    """sigma(z) and 1 - sigma(z) without overflow or cancellation."""
+    cdef double e
+    if z >= 0.0:
+        e = exp(-z)
+        sig[0] = 1.0 / (1.0 + e)
+        one_minus[0] = e / (1.0 + e)
+    else:
+        e = exp(z)
+        sig[0] = e / (1.0 + e)
+        one_minus[0] = 1.0 / (1.0 + e)
+
+
+cdef class Square(Loss):
+    """Square surrogate (1 - y p)^2 of the AUC pair loss (no factor 1/2)."""
+
+    def __init__(self):
+        pass
+
+    cdef double loss(self, double y, double p) noexcept nogil:
+        cdef double r = 1.0 - y * p
+        return r * r
+
+    cdef double dloss(self, double y, double p) noexcept nogil:
+        return -2.0 * y * (1.0 - y * p)
+
+    cdef double ddloss(self, double y, double p) noexcept nogil:
+        return 2.0
+
+    # solve_prox: the base-class Newton solve (the pairwise kernel takes
+    # explicit steps only).
+
+
+cdef class LogitSquare(Loss):
+    """Non-convex surrogate (1 - sigma(y p))^2 (Sun et al. 2023, Table 3).
+
+    Not convex: the base-class implicit step is not meaningful for it and is
+    never used by the pairwise kernel.
+    """
+
+    def __init__(self):
+        pass
+
+    cdef double loss(self, double y, double p) noexcept nogil:
+        cdef double s, r
+        _sigmoid_pair(y * p, &s, &r)
+        return r * r
+
+    cdef double dloss(self, double y, double p) noexcept nogil:
+        # d/dp (1 - sigma(z))^2 = -2 y sigma(z) (1 - sigma(z))^2, z = y p
+        cdef double s, r
+        _sigmoid_pair(y * p, &s, &r)
+        return -2.0 * y * s * r * r
+
+    cdef double ddloss(self, double y, double p) noexcept nogil:
+        cdef double s, r
+        _sigmoid_pair(y * p, &s, &r)
+        return -2.0 * s * r * r * (r - 2.0 * s)
 
 
 # --- regression: real y, r = p - y -------------------------------------------
@@ -357,16 +420,11 @@ cdef class SquaredLoss(Loss):
 
     cdef double prox_step(self, double y, double p, double sq_norm,
                           double step) noexcept nogil:
+        # Overrides prox_step itself: the formula also covers sq_norm <= 0
+        # (giving -step (p - y)), so only the step needs a guard.
         if not step > 0.0:
             return 0.0
-        # Also right for sq_norm == 0 (gives -step (p - y)).
         return -(p - y) * step / (1.0 + step * fmax(sq_norm, 0.0))
-
-    def __reduce__(self):
-        return (SquaredLoss, ())
-
-    def __repr__(self):
-        return "SquaredLoss()"
 
 
 cdef class AbsoluteLoss(Loss):
@@ -389,23 +447,13 @@ cdef class AbsoluteLoss(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double r = p - y
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if r == 0.0:
             return 0.0
         # Soft-thresholding of the residual: full step or land on y.
         return -copysign(fmin(step, fabs(r) / sq_norm), r)
-
-    def __reduce__(self):
-        return (AbsoluteLoss, ())
-
-    def __repr__(self):
-        return "AbsoluteLoss()"
 
 
 cdef class EpsilonInsensitive(Loss):
@@ -414,6 +462,9 @@ cdef class EpsilonInsensitive(Loss):
 
     def __init__(self, double epsilon=0.1):
         self.epsilon = _check_param("epsilon", epsilon, True)
+
+    def _init_kwargs(self):
+        return {"epsilon": self.epsilon}
 
     cdef double loss(self, double y, double p) noexcept nogil:
         return fmax(0.0, fabs(p - y) - self.epsilon)
@@ -429,24 +480,14 @@ cdef class EpsilonInsensitive(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double r = p - y
         cdef double excess = fabs(r) - self.epsilon
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         if excess <= 0.0:
             return 0.0
         # Full step, or land on the edge of the insensitive tube.
         return -copysign(fmin(step, excess / sq_norm), r)
-
-    def __reduce__(self):
-        return (EpsilonInsensitive, (self.epsilon,))
-
-    def __repr__(self):
-        return f"EpsilonInsensitive(epsilon={self.epsilon!r})"
 
 
 cdef class Huber(Loss):
@@ -456,6 +497,9 @@ cdef class Huber(Loss):
 
     def __init__(self, double epsilon=1.0):
         self.epsilon = _check_param("epsilon", epsilon, False)
+
+    def _init_kwargs(self):
+        return {"epsilon": self.epsilon}
 
     cdef double loss(self, double y, double p) noexcept nogil:
         cdef double r = fabs(p - y)
@@ -474,26 +518,16 @@ cdef class Huber(Loss):
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 1.0 if fabs(p - y) <= self.epsilon else 0.0
 
-    cdef double prox_step(self, double y, double p, double sq_norm,
-                          double step) noexcept nogil:
+    cdef double solve_prox(self, double y, double p, double sq_norm,
+                           double step) noexcept nogil:
         cdef double r = p - y
         cdef double denom
-        if not step > 0.0:
-            return 0.0
-        if not sq_norm > 0.0:
-            return -step * self.dloss(y, p)
         # Quadratic piece first (new residual r / (1 + step sq_norm)); if it
         # leaves the piece, the unique fixed point is on the clipped piece.
         denom = 1.0 + step * sq_norm
         if fabs(r) <= self.epsilon * denom:
             return -r * step / denom
         return -copysign(step * self.epsilon, r)
-
-    def __reduce__(self):
-        return (Huber, (self.epsilon,))
-
-    def __repr__(self):
-        return f"Huber(epsilon={self.epsilon!r})"
 
 
 # --- multinomial: class scores p_0..p_{K-1}, y a class index ----------------
@@ -609,3 +643,20 @@ def make_loss(name, *, epsilon=None):
             epsilon = _EPSILON_DEFAULTS[name]
         return LOSSES[name](epsilon)
     return LOSSES[name]()
+
+
+# Surrogates l(t) = loss(y=1, p=t) of the score difference t of a pair.
+PAIR_LOSSES = {
+    "hinge": Hinge,                # (1 - t)_+
+    "log_loss": Log,               # log(1 + exp(-t))
+    "square": Square,              # (1 - t)^2
+    "logit_square": LogitSquare,   # (1 - sigma(t))^2
+}
+
+
+def make_pair_loss(name):
+    """Build the pairwise surrogate registered in ``PAIR_LOSSES``."""
+    if not isinstance(name, str) or name not in PAIR_LOSSES:
+        raise ValueError(f"Unknown pairwise loss {name!r}; valid names are "
+                         f"{', '.join(repr(k) for k in PAIR_LOSSES)}.")
+    return PAIR_LOSSES[name]()

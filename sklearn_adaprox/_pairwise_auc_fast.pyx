@@ -58,7 +58,7 @@ the linear map of the state ``(p, Q, tau, B, C)``
     B' = rho_i (B + gamma_i theta tau),  C' = C + B',
 
 a range of steps is the composition of its maps (five non-negative numbers,
-``STEP_MAP``), and ``Q``, ``C`` of ``(s, k)`` are read from the composition
+``STEP_MAP``; the tree is in ``_step_maps.pxd``), and ``Q``, ``C`` of ``(s, k)`` are read from the composition
 over steps ``s .. k - 1`` applied to ``(1, 0, 1, 0, 0)``: O(log(k - s))
 compositions of non-negative terms, no subtraction.  Setting a leaf costs
 O(log n_rows) per step.  The tree is the bottom-up kind with ``n_rows``
@@ -68,17 +68,17 @@ allocated only when averaging: 80 bytes per row of the call.
 Every call ends with ``finalize`` (O(n_features), once per call), so the
 caller's ``coef``, ``momentum`` and ``coef_sum`` are exact and current.
 """
+cimport cython
 import numpy as np
 
 from cython cimport floating
-from libc.math cimport exp, ldexp, sqrt
+from libc.math cimport ldexp, sqrt
 from libc.stdint cimport int64_t
 
 from ._dataset cimport (check_pass_input, data_pointers, get_row, index_t, longest_row,
                         prefetch_row)
 from ._loss cimport Loss
-
-from ._loss import Hinge, Log
+from ._step_maps cimport STEP_MAP, compose_range, set_step_map
 
 cdef enum:
     AOGD = 0
@@ -91,7 +91,8 @@ ALGORITHM_CODES = {
     "ogd": OGD,
 }
 
-# The projection scale P is kept as P_mant * 2^(-SCALE_BITS * P_exp).
+# The projection scale P is kept as mant * 2^(-SCALE_BITS * exp), so that
+# thousands of projections cannot underflow it.
 cdef enum:
     SCALE_BITS = 500
 
@@ -106,77 +107,6 @@ def momentum_window(double theta):
     return max(0, int(np.ceil(np.log(MOMENTUM_TAIL * (1.0 - theta)) / np.log(theta))) - 1)
 
 
-# --- surrogates of the margin difference that the shared layer lacks ------
-
-cdef inline void _sigmoid_pair(double z, double* sig, double* one_minus) noexcept nogil:
-    """sigma(z) and 1 - sigma(z) without overflow or cancellation."""
-    cdef double e
-    if z >= 0.0:
-        e = exp(-z)
-        sig[0] = 1.0 / (1.0 + e)
-        one_minus[0] = e / (1.0 + e)
-    else:
-        e = exp(z)
-        sig[0] = e / (1.0 + e)
-        one_minus[0] = 1.0 / (1.0 + e)
-
-
-cdef class SquareLoss(Loss):
-    """Square surrogate (1 - y p)^2 of the AUC pair loss (no factor 1/2)."""
-
-    def __init__(self):
-        pass
-
-    cdef double loss(self, double y, double p) noexcept nogil:
-        cdef double r = 1.0 - y * p
-        return r * r
-
-    cdef double dloss(self, double y, double p) noexcept nogil:
-        return -2.0 * y * (1.0 - y * p)
-
-    cdef double ddloss(self, double y, double p) noexcept nogil:
-        return 2.0
-
-    def __reduce__(self):
-        return (SquareLoss, ())
-
-    def __repr__(self):
-        return "SquareLoss()"
-
-
-cdef class LogitSquareLoss(Loss):
-    """Non-convex surrogate (1 - sigma(y p))^2 (Sun et al. 2023, Table 3).
-
-    Not convex: the base-class implicit step is not meaningful for it and is
-    never used by the pairwise kernel.
-    """
-
-    def __init__(self):
-        pass
-
-    cdef double loss(self, double y, double p) noexcept nogil:
-        cdef double s, r
-        _sigmoid_pair(y * p, &s, &r)
-        return r * r
-
-    cdef double dloss(self, double y, double p) noexcept nogil:
-        # d/dp (1 - sigma(z))^2 = -2 y sigma(z) (1 - sigma(z))^2, z = y p
-        cdef double s, r
-        _sigmoid_pair(y * p, &s, &r)
-        return -2.0 * y * s * r * r
-
-    cdef double ddloss(self, double y, double p) noexcept nogil:
-        cdef double s, r
-        _sigmoid_pair(y * p, &s, &r)
-        return -2.0 * s * r * r * (r - 2.0 * s)
-
-    def __reduce__(self):
-        return (LogitSquareLoss, ())
-
-    def __repr__(self):
-        return "LogitSquareLoss()"
-
-
 def block_length(double theta):
     """Stamps per block: the largest K with theta^-(K-1) < 2^10 (>= 1)."""
     if theta <= 0.0:
@@ -184,45 +114,7 @@ def block_length(double theta):
     return max(1, int(np.floor(10.0 * np.log(2.0) / -np.log(theta))))
 
 
-# --- composition of step maps (iterate averaging) --------------------------
-# A map is (a, b, th, u, w): p' = a p, Q' = Q + b p, tau' = th tau,
-# B' = a B + u tau, C' = C + b B + w tau (see the module docstring; the
-# coefficient of B in C' obeys the same recurrence as b, from the same
-# leaves, so it is b).
-cdef enum:
-    STEP_MAP = 5
-
-
-cdef inline void set_identity(double* f) noexcept nogil:
-    f[0] = 1.0
-    f[1] = 0.0
-    f[2] = 1.0
-    f[3] = 0.0
-    f[4] = 0.0
-
-
-cdef inline void compose(const double* x, const double* y, double* out) noexcept nogil:
-    """``out`` = the map ``x`` followed by ``y`` (``out`` may alias neither)."""
-    out[0] = y[0] * x[0]
-    out[1] = x[1] + y[1] * x[0]
-    out[2] = y[2] * x[2]
-    out[3] = y[0] * x[3] + y[3] * x[2]
-    out[4] = x[4] + y[1] * x[3] + y[4] * x[2]
-
-
-def make_pair_loss(name):
-    """Surrogate l of the pair margin t: l(t) = loss(y=1, p=t)."""
-    if name == "hinge":
-        return Hinge(1.0)          # (1 - t)_+
-    if name == "logistic":
-        return Log()               # log(1 + exp(-t))
-    if name == "square":
-        return SquareLoss()        # (1 - t)^2
-    if name == "logit_square":
-        return LogitSquareLoss()   # (1 - sigma(t))^2
-    raise ValueError(f"Unknown pairwise loss {name!r}.")
-
-
+@cython.final
 cdef class PairwiseAUCProblem:
     """State of one pairwise AUC problem for the length of one call.
 
@@ -233,71 +125,81 @@ cdef class PairwiseAUCProblem:
     """
     cdef Loss loss
     cdef int algorithm
-    cdef bint coordinate
+    cdef bint coordinate            # one accumulator per coordinate
     cdef double eta, theta, radius
     cdef bint project
     # fitted arrays (views)
     cdef double[::1] coef
     cdef double[::1] momentum
-    cdef double[::1] ssq
+    cdef double[::1] sum_sq_gradient
     cdef double[:, ::1] score_stats
-    cdef public double v
+    cdef public double total_sq_gradient
     cdef public int64_t t
     cdef public double pair_weight, ordered_weight
-    # previous sample of the stream (the pair partner of the next step)
-    cdef public double prev_label, prev_weight
-    cdef int64_t[::1] prev_idx
-    cdef Py_ssize_t prev_nnz
-    cdef double[::1] prev_dense
-    # lazy representation
-    cdef int64_t k0                 # first step of this call
-    cdef int64_t[::1] stamp         # w_j is current at the start of step stamp[j]
-    cdef double[::1] p_mant_at      # P at that stamp
-    cdef int64_t[::1] p_exp_at
-    cdef double p_mant
-    cdef int64_t p_exp
-    cdef Py_ssize_t J, L
-    cdef Py_ssize_t K, NB            # block length, number of block slots
-    cdef double[::1] powers         # theta^n, n = 0 .. J + K + 1
-    cdef double[::1] inv_powers     # theta^(1-n), n = 0 .. K - 1
-    cdef double[::1] fblock         # F_b(k) of the live blocks, slot (b-k0)/K % NB
-    cdef double[::1] fstamp         # F_b(s) of the live stamps, slot s % L
-    cdef double[::1] pstamp_mant    # P at the live stamps, slot s % L
-    cdef int64_t[::1] pstamp_exp
-    cdef double[::1] b_final        # archived B of expired stamps (index s - k0)
-    cdef double[::1] b_final_mant   # P when the stamp expired
-    cdef int64_t[::1] b_final_exp
+    # the previous sample of the stream, the pair partner of the next step
+    cdef public double partner_label, partner_weight
+    cdef int64_t[::1] partner_indices
+    cdef Py_ssize_t partner_nnz
+    cdef double[::1] partner_dense
+    # lazy representation: w_j is current at the start of step stamp[j],
+    # when the projection scale was coord_scale_mant[j], coord_scale_exp[j]
+    cdef int64_t first_step         # the first step of this call
+    cdef int64_t[::1] stamp
+    cdef double[::1] coord_scale_mant
+    cdef int64_t[::1] coord_scale_exp
+    cdef double scale_mant          # P now
+    cdef int64_t scale_exp
+    cdef Py_ssize_t window          # J: steps a stamp stays live
+    cdef Py_ssize_t stamp_slots     # J + 1: ring of the live stamps
+    cdef Py_ssize_t block_len       # K
+    cdef Py_ssize_t block_slots     # ring of the live blocks
+    cdef double[::1] theta_pow      # theta^n, n = 0 .. J + K + 1
+    cdef double[::1] theta_inv_pow  # theta^(1-n), n = 0 .. K - 1
+    cdef double[::1] block_sum      # F_b(k) of the live blocks, slot (b - first_step) / K % block_slots
+    cdef double[::1] stamp_block_sum  # F_b(s) of the live stamps, slot s % stamp_slots
+    cdef double[::1] live_scale_mant  # P at the live stamps, slot s % stamp_slots
+    cdef int64_t[::1] live_scale_exp
+    cdef double[::1] archived_b     # B of the expired stamps (index s - first_step)
+    cdef double[::1] archived_scale_mant  # P when the stamp expired
+    cdef int64_t[::1] archived_scale_exp
     # capacities of the call's workspaces: steps, and non-zeros of one row
     cdef Py_ssize_t max_steps, max_row_nnz
-    # per-step scratch
-    cdef int64_t[::1] mark
-    cdef int64_t[::1] union_idx
-    cdef double[::1] union_delta
-    # running norms for the projection
-    cdef double A, X, Y
+    # the union of the supports of a step's two rows, with D = a_k - a_{k-1}
+    # the last step whose row held column j (the partner's pass skips it)
+    cdef int64_t[::1] touched_at
+    cdef int64_t[::1] union_index
+    cdef double[::1] union_diff     # D on the union
+    cdef Py_ssize_t union_nnz
+    cdef double pair_margin         # <w_k, D>
+    cdef double sq_norm_diff        # ||D||^2
+    # running scalars of the projection's norm ||w - gamma C m||:
+    # ||w||^2, sum c_j w_j m_j and sum c_j^2 m_j^2, and the union's part of
+    # the last two before and after its momentum moves
+    cdef double sq_norm_coef, coef_dot_step, sq_norm_step
+    cdef double union_dot_old, union_sq_old, union_dot_new, union_sq_new
     # iterate averaging: the sums and the segment tree of step maps
     cdef bint average
     cdef double[::1] coef_sum
     cdef public int64_t n_averaged
-    cdef double[:, ::1] tree
-    cdef Py_ssize_t tree_leaves
+    cdef double[:, ::1] step_maps
+    cdef Py_ssize_t n_leaves
 
     def __init__(self, Loss loss, str algorithm, str adaptive, double eta,
                  double theta, radius,
-                 double[::1] coef, double[::1] momentum, double[::1] ssq,
-                 double v, int64_t t, double[:, ::1] score_stats,
+                 double[::1] coef, double[::1] momentum, double[::1] sum_sq_gradient,
+                 double total_sq_gradient, int64_t t, double[:, ::1] score_stats,
                  double pair_weight, double ordered_weight,
-                 const int64_t[::1] prev_indices, const double[::1] prev_values,
-                 double prev_label, double prev_weight,
+                 const int64_t[::1] partner_indices, const double[::1] partner_values,
+                 double partner_label, double partner_weight,
                  Py_ssize_t n_rows, Py_ssize_t max_row_nnz,
                  double[::1] coef_sum=None, int64_t n_averaged=0):
         cdef Py_ssize_t d = coef.shape[0], q, j
         cdef Py_ssize_t cap
-        if (momentum.shape[0] != d or ssq.shape[0] != d
+        if (momentum.shape[0] != d or sum_sq_gradient.shape[0] != d
                 or score_stats.shape[0] != 2 or score_stats.shape[1] != 3
-                or prev_values.shape[0] != prev_indices.shape[0]
-                or (prev_indices.shape[0] and not
-                    (0 <= np.min(prev_indices) and np.max(prev_indices) < d))):
+                or partner_values.shape[0] != partner_indices.shape[0]
+                or (partner_indices.shape[0] and not
+                    (0 <= np.min(partner_indices) and np.max(partner_indices) < d))):
             raise ValueError("The pairwise AUC state arrays do not fit one another.")
         self.max_steps = n_rows
         self.max_row_nnz = max_row_nnz
@@ -310,71 +212,76 @@ cdef class PairwiseAUCProblem:
         self.radius = float(radius) if radius is not None else 0.0
         self.coef = coef
         self.momentum = momentum
-        self.ssq = ssq
-        self.v = v
+        self.sum_sq_gradient = sum_sq_gradient
+        self.total_sq_gradient = total_sq_gradient
         self.t = t
         self.score_stats = score_stats
         self.pair_weight = pair_weight
         self.ordered_weight = ordered_weight
-        self.prev_label = prev_label
-        self.prev_weight = prev_weight
+        self.partner_label = partner_label
+        self.partner_weight = partner_weight
 
-        self.prev_dense = np.zeros(d, dtype=np.float64)
-        cap = min(d, 2 * max(max_row_nnz, prev_indices.shape[0]))
-        self.prev_idx = np.zeros(max(cap, 1), dtype=np.int64)
-        self.prev_nnz = prev_indices.shape[0]
-        for q in range(self.prev_nnz):
-            j = prev_indices[q]
-            self.prev_idx[q] = j
-            self.prev_dense[j] = prev_values[q]
-        self.mark = np.full(d, -1, dtype=np.int64)
-        self.union_idx = np.zeros(max(cap, 1), dtype=np.int64)
-        self.union_delta = np.zeros(max(cap, 1), dtype=np.float64)
+        self.partner_dense = np.zeros(d, dtype=np.float64)
+        cap = min(d, 2 * max(max_row_nnz, partner_indices.shape[0]))
+        self.partner_indices = np.zeros(max(cap, 1), dtype=np.int64)
+        self.partner_nnz = partner_indices.shape[0]
+        for q in range(self.partner_nnz):
+            j = partner_indices[q]
+            self.partner_indices[q] = j
+            self.partner_dense[j] = partner_values[q]
+        self.touched_at = np.full(d, -1, dtype=np.int64)
+        self.union_index = np.zeros(max(cap, 1), dtype=np.int64)
+        self.union_diff = np.zeros(max(cap, 1), dtype=np.float64)
 
-        self.k0 = t + 1
-        self.stamp = np.full(d, self.k0, dtype=np.int64)
-        self.p_mant = 1.0
-        self.p_exp = 0
-        self.p_mant_at = np.ones(d, dtype=np.float64)
-        self.p_exp_at = np.zeros(d, dtype=np.int64)
-        self.J = momentum_window(self.theta)
-        self.L = self.J + 1
-        self.K = block_length(self.theta)
-        self.NB = (self.J + self.K) // self.K + 4
-        self.powers = self.theta ** np.arange(self.J + self.K + 2, dtype=np.float64)
-        self.powers[0] = 1.0
+        self.first_step = t + 1
+        self.stamp = np.full(d, self.first_step, dtype=np.int64)
+        self.scale_mant = 1.0
+        self.scale_exp = 0
+        self.coord_scale_mant = np.ones(d, dtype=np.float64)
+        self.coord_scale_exp = np.zeros(d, dtype=np.int64)
+        self.window = momentum_window(self.theta)
+        self.stamp_slots = self.window + 1
+        self.block_len = block_length(self.theta)
+        self.block_slots = (self.window + self.block_len) // self.block_len + 4
+        self.theta_pow = self.theta ** np.arange(self.window + self.block_len + 2,
+                                                 dtype=np.float64)
+        self.theta_pow[0] = 1.0
         if self.theta > 0.0:
-            self.inv_powers = self.theta ** (1.0 - np.arange(self.K, dtype=np.float64))
+            self.theta_inv_pow = self.theta ** (1.0 - np.arange(self.block_len,
+                                                                dtype=np.float64))
         else:
-            self.inv_powers = np.zeros(1, dtype=np.float64)
-        # stamp k0 opens block k0 with F = 0 and P = 1
-        self.fblock = np.zeros(self.NB, dtype=np.float64)
-        self.fstamp = np.zeros(self.L, dtype=np.float64)
-        self.pstamp_mant = np.ones(self.L, dtype=np.float64)
-        self.pstamp_exp = np.zeros(self.L, dtype=np.int64)
-        self.b_final = np.zeros(n_rows + 1, dtype=np.float64)
-        self.b_final_mant = np.ones(n_rows + 1, dtype=np.float64)
-        self.b_final_exp = np.zeros(n_rows + 1, dtype=np.int64)
+            self.theta_inv_pow = np.zeros(1, dtype=np.float64)
+        # stamp first_step opens its block with F = 0 and P = 1
+        self.block_sum = np.zeros(self.block_slots, dtype=np.float64)
+        self.stamp_block_sum = np.zeros(self.stamp_slots, dtype=np.float64)
+        self.live_scale_mant = np.ones(self.stamp_slots, dtype=np.float64)
+        self.live_scale_exp = np.zeros(self.stamp_slots, dtype=np.int64)
+        self.archived_b = np.zeros(n_rows + 1, dtype=np.float64)
+        self.archived_scale_mant = np.ones(n_rows + 1, dtype=np.float64)
+        self.archived_scale_exp = np.zeros(n_rows + 1, dtype=np.int64)
         self.recompute_norms()
 
-        # averaging: a segment tree with a leaf per step of the call
+        # averaging: a segment tree with a leaf per step of the call, every
+        # map the identity until its step is taken
         self.average = coef_sum is not None
         self.n_averaged = n_averaged
-        self.tree_leaves = 1
+        self.n_leaves = 1
         if self.average:
             if coef_sum.shape[0] != d:
                 raise ValueError("coef_sum needs one entry per feature")
             self.coef_sum = coef_sum
-            self.tree_leaves = max(n_rows, 1)
-            self.tree = np.tile(np.array([1.0, 0.0, 1.0, 0.0, 0.0]),
-                                (2 * self.tree_leaves, 1))
+            self.n_leaves = max(n_rows, 1)
+            self.step_maps = np.tile(np.array([1.0, 0.0, 1.0, 0.0, 0.0]),
+                                     (2 * self.n_leaves, 1))
+
+    # -- the lazy representation -------------------------------------------
 
     cdef inline double coord_step(self, Py_ssize_t j) noexcept nogil:
         """Per-coordinate factor c_j of the step (1 unless adaptive per coordinate)."""
         cdef double s
         if not self.coordinate:
             return 1.0
-        s = self.ssq[j]
+        s = self.sum_sq_gradient[j]
         if s <= 0.0:
             return 0.0
         if self.algorithm == AOGD_STRONGLY_CONVEX:
@@ -382,25 +289,25 @@ cdef class PairwiseAUCProblem:
         return self.eta / sqrt(s)
 
     cdef void recompute_norms(self) noexcept nogil:
-        """A, X, Y from the (current) arrays; O(n_features)."""
+        """The projection's running scalars from the (current) arrays; O(n_features)."""
         cdef Py_ssize_t j
         cdef double c, w, m
-        self.A = 0.0
-        self.X = 0.0
-        self.Y = 0.0
+        self.sq_norm_coef = 0.0
+        self.coef_dot_step = 0.0
+        self.sq_norm_step = 0.0
         if not self.project:
             return
         for j in range(self.coef.shape[0]):
             c = self.coord_step(j)
             w = self.coef[j]
             m = self.momentum[j]
-            self.A += w * w
-            self.X += c * w * m
-            self.Y += c * c * m * m
+            self.sq_norm_coef += w * w
+            self.coef_dot_step += c * w * m
+            self.sq_norm_step += c * c * m * m
 
     cdef inline double scale_since(self, double mant, int64_t e) noexcept nogil:
         """P_now / P_then for P_then = mant * 2^(-SCALE_BITS e)."""
-        return ldexp(self.p_mant / mant, -SCALE_BITS * <int>(self.p_exp - e))
+        return ldexp(self.scale_mant / mant, -SCALE_BITS * <int>(self.scale_exp - e))
 
     cdef inline double live_b(self, int64_t s, double ratio) noexcept nogil:
         """B(s, k) of a live stamp s at the current step k, given P_k / P_s.
@@ -410,53 +317,20 @@ cdef class PairwiseAUCProblem:
         theta^(1-(s-b)) (F_b(k) - (P_k / P_s) F_b(s)).  The subtraction
         loses at most a factor theta^-(s-b) < 2^10 of relative precision.
         """
-        cdef int64_t q = (s - self.k0) // self.K
-        cdef int64_t off = (s - self.k0) - q * self.K
-        return self.inv_powers[off] * (self.fblock[q % self.NB]
-                                       - ratio * self.fstamp[s % self.L])
+        cdef int64_t block = (s - self.first_step) // self.block_len
+        cdef int64_t offset = (s - self.first_step) - block * self.block_len
+        return self.theta_inv_pow[offset] * (
+            self.block_sum[block % self.block_slots]
+            - ratio * self.stamp_block_sum[s % self.stamp_slots])
 
-    cdef void set_step_map(self, int64_t k, double rho, double gamma) noexcept nogil:
-        """Leaf of step k, then its ancestors: O(log n_rows)."""
-        cdef Py_ssize_t node = self.tree_leaves + (k - self.k0)
-        cdef double* leaf = &self.tree[node, 0]
-        leaf[0] = rho
-        leaf[1] = rho
-        leaf[2] = self.theta
-        leaf[3] = rho * gamma * self.theta
-        leaf[4] = rho * gamma * self.theta
-        node //= 2
-        while node >= 1:
-            compose(&self.tree[2 * node, 0], &self.tree[2 * node + 1, 0],
-                    &self.tree[node, 0])
-            node //= 2
-
-    cdef void range_sums(self, int64_t s, int64_t k, double* Q, double* C) noexcept nogil:
+    cdef inline void range_sums(self, int64_t s, int64_t k, double* Q, double* C) noexcept nogil:
         """Q(s, k) and C(s, k): the composed maps of steps s .. k - 1."""
-        cdef double left[STEP_MAP]
-        cdef double right[STEP_MAP]
-        cdef double tmp[STEP_MAP]
-        cdef Py_ssize_t lo = self.tree_leaves + (s - self.k0)
-        cdef Py_ssize_t hi = self.tree_leaves + (k - self.k0)  # exclusive
-        cdef int q
-        set_identity(left)
-        set_identity(right)
-        while lo < hi:
-            if lo & 1:
-                compose(left, &self.tree[lo, 0], tmp)
-                for q in range(STEP_MAP):
-                    left[q] = tmp[q]
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                compose(&self.tree[hi, 0], right, tmp)
-                for q in range(STEP_MAP):
-                    right[q] = tmp[q]
-            lo //= 2
-            hi //= 2
-        compose(left, right, tmp)
+        cdef double f[STEP_MAP]
+        compose_range(&self.step_maps[0, 0], self.n_leaves,
+                      s - self.first_step, k - self.first_step, f)
         # applied to (p, Q, tau, B, C) = (1, 0, 1, 0, 0)
-        Q[0] = tmp[1]
-        C[0] = tmp[4]
+        Q[0] = f[1]
+        C[0] = f[4]
 
     cdef inline void catch_up(self, Py_ssize_t j, int64_t k) noexcept nogil:
         """Bring w_j to the start of step k and m_j to m_{j,k-1}; restamp at k
@@ -469,27 +343,28 @@ cdef class PairwiseAUCProblem:
         if self.average:
             self.range_sums(s, k, &Q, &C)
             self.coef_sum[j] += self.coef[j] * Q
-        ratio = self.scale_since(self.p_mant_at[j], self.p_exp_at[j])
+        ratio = self.scale_since(self.coord_scale_mant[j], self.coord_scale_exp[j])
         w = self.coef[j] * ratio
         m = self.momentum[j]
         if m != 0.0:
             c = self.coord_step(j)
             if self.average:
                 self.coef_sum[j] -= c * m * C
-            if n <= self.J:
+            if n <= self.window:
                 b = self.live_b(s, ratio)
-                m = m * self.powers[n]
+                m = m * self.theta_pow[n]
             else:
-                b = self.b_final[s - self.k0] * self.scale_since(
-                    self.b_final_mant[s - self.k0], self.b_final_exp[s - self.k0])
+                b = self.archived_b[s - self.first_step] * self.scale_since(
+                    self.archived_scale_mant[s - self.first_step],
+                    self.archived_scale_exp[s - self.first_step])
                 # theta^n < 1e-17 (1 - theta): below double resolution
                 m = 0.0
             w -= c * self.momentum[j] * b
             self.momentum[j] = m
         self.coef[j] = w
         self.stamp[j] = k
-        self.p_mant_at[j] = self.p_mant
-        self.p_exp_at[j] = self.p_exp
+        self.coord_scale_mant[j] = self.scale_mant
+        self.coord_scale_exp[j] = self.scale_exp
 
     cdef void finalize(self) noexcept nogil:
         """Bring every coordinate to the start of the next step (O(n_features))."""
@@ -497,6 +372,231 @@ cdef class PairwiseAUCProblem:
         cdef int64_t k = self.t + 1
         for j in range(self.coef.shape[0]):
             self.catch_up(j, k)
+
+    # -- the steps of one sample k, in the order run_epoch takes them -------
+
+    cdef inline void measure_union(self) noexcept nogil:
+        """<w_k, D>, ||D||^2 and the union's part of the projection's
+        running scalars, once the union is current."""
+        cdef Py_ssize_t q, j
+        cdef double c
+        cdef double* w = &self.coef[0]
+        cdef double* mom = &self.momentum[0]
+        self.pair_margin = 0.0
+        self.sq_norm_diff = 0.0
+        self.union_dot_old = 0.0
+        self.union_sq_old = 0.0
+        for q in range(self.union_nnz):
+            j = self.union_index[q]
+            self.pair_margin += w[j] * self.union_diff[q]
+            self.sq_norm_diff += self.union_diff[q] * self.union_diff[q]
+            if self.project:
+                c = self.coord_step(j)
+                self.union_dot_old += c * w[j] * mom[j]
+                self.union_sq_old += c * c * mom[j] * mom[j]
+
+    cdef inline double pair_gradient(self, double label, double weight,
+                                     double* sum_loss, double* sum_weight) noexcept nogil:
+        """The scalar d of the pair's gradient g = d * D (0 for equal labels),
+        after adding the pair's loss and ranking to the sums."""
+        cdef double pair_w, z = self.pair_margin
+        cdef double d = 0.0
+        if self.partner_weight > 0.0 and label != self.partner_label:
+            pair_w = weight * self.partner_weight
+            sum_loss[0] += pair_w * self.loss.loss(label, z)
+            sum_weight[0] += pair_w
+            self.pair_weight += pair_w
+            if label * z > 0.0:
+                self.ordered_weight += pair_w
+            elif z == 0.0:
+                self.ordered_weight += 0.5 * pair_w
+            d = pair_w * self.loss.dloss(label, z)
+        self.total_sq_gradient += d * d * self.sq_norm_diff
+        return d
+
+    cdef inline void add_score(self, double label, double weight, int64_t k,
+                               double score) noexcept nogil:
+        """The prequential score of sample k into the threshold's statistics,
+        weighted by k so that later iterates count more."""
+        cdef double step_w = weight * <double> k
+        cdef Py_ssize_t cls = 1 if label > 0 else 0
+        self.score_stats[cls, 0] += step_w
+        self.score_stats[cls, 1] += step_w * score
+        self.score_stats[cls, 2] += step_w * score * score
+
+    cdef inline double global_step(self, int64_t k) noexcept nogil:
+        """gamma_k (the per-coordinate factor c_j comes on top of it)."""
+        if self.algorithm == OGD:
+            return self.eta / sqrt(<double> k)
+        if self.coordinate:
+            return 1.0
+        if self.total_sq_gradient > 0.0:
+            if self.algorithm == AOGD_STRONGLY_CONVEX:
+                return self.eta / self.total_sq_gradient
+            return self.eta / sqrt(self.total_sq_gradient)
+        # the paper's "skip the step while v_k = 0"
+        return 0.0
+
+    cdef inline void update_momentum(self, double d) noexcept nogil:
+        """Momentum and accumulators of the union coordinates, with the
+        union's new part of the projection's running scalars.  The other
+        coordinates have no gradient: their momentum decays lazily."""
+        cdef Py_ssize_t q, j
+        cdef double g, m_new, c
+        cdef double* w = &self.coef[0]
+        cdef double* mom = &self.momentum[0]
+        cdef double* ssq = &self.sum_sq_gradient[0]
+        self.union_dot_new = 0.0
+        self.union_sq_new = 0.0
+        for q in range(self.union_nnz):
+            j = self.union_index[q]
+            g = d * self.union_diff[q]
+            ssq[j] += g * g
+            m_new = self.theta * mom[j] + (1.0 - self.theta) * g
+            mom[j] = m_new
+            if self.project:
+                c = self.coord_step(j)
+                self.union_dot_new += c * w[j] * m_new
+                self.union_sq_new += c * c * m_new * m_new
+
+    cdef inline double projection_factor(self, double gamma) noexcept nogil:
+        """rho_k from the running scalars, with no pass over the coordinates:
+        idle ones enter by closed forms (X -> theta X, Y -> theta^2 Y), the
+        union by the exact parts measured before and after its update."""
+        cdef double usq, rho = 1.0
+        if not self.project:
+            return 1.0
+        self.coef_dot_step = (self.theta * (self.coef_dot_step - self.union_dot_old)
+                              + self.union_dot_new)
+        self.sq_norm_step = (self.theta * self.theta * (self.sq_norm_step - self.union_sq_old)
+                             + self.union_sq_new)
+        usq = (self.sq_norm_coef - 2.0 * gamma * self.coef_dot_step
+               + gamma * gamma * self.sq_norm_step)
+        if usq < 0.0:
+            usq = 0.0                # round-off of the running scalars
+        if usq > self.radius * self.radius:
+            rho = self.radius / sqrt(usq)
+        self.sq_norm_coef = rho * rho * usq
+        self.coef_dot_step = rho * (self.coef_dot_step - gamma * self.sq_norm_step)
+        return rho
+
+    cdef inline void move_union(self, int64_t k, double rho, double gamma) noexcept nogil:
+        """Take the step on the union coordinates and stamp them at k + 1;
+        every other coordinate takes it through the scale P."""
+        cdef Py_ssize_t q, j
+        cdef double* w = &self.coef[0]
+        self.scale_mant *= rho
+        if self.scale_mant < ldexp(1.0, -SCALE_BITS):
+            self.scale_mant = ldexp(self.scale_mant, SCALE_BITS)
+            self.scale_exp += 1
+        for q in range(self.union_nnz):
+            j = self.union_index[q]
+            w[j] = rho * (w[j] - gamma * self.coord_step(j) * self.momentum[j])
+            if self.average:
+                self.coef_sum[j] += w[j]
+            self.stamp[j] = k + 1
+            self.coord_scale_mant[j] = self.scale_mant
+            self.coord_scale_exp[j] = self.scale_exp
+
+    cdef inline void advance_idle(self, int64_t k, double rho, double gamma) noexcept nogil:
+        """The lazy catch-up's sums after step k: F_b(k + 1) for the blocks
+        that live stamps can still read, the archive of the stamp whose
+        momentum just fell below resolution, and stamp k + 1 opened."""
+        cdef int64_t first = self.first_step
+        cdef int64_t K = self.block_len
+        cdef int64_t block, last_block, oldest_block, block_start, expired
+        cdef Py_ssize_t slot
+        if gamma != 0.0 or rho != 1.0:
+            # F_b(k + 1) = rho (F_b(k) + theta^(k-b) gamma); blocks older
+            # than the window are read by no live stamp
+            last_block = (k - first) // K
+            oldest_block = last_block - (self.window + K) // K - 1
+            if oldest_block < 0:
+                oldest_block = 0
+            for block in range(oldest_block, last_block + 1):
+                block_start = first + block * K
+                if k - block_start <= self.window + K:
+                    slot = block % self.block_slots
+                    self.block_sum[slot] = rho * (self.block_sum[slot]
+                                                  + self.theta_pow[k - block_start] * gamma)
+        expired = k - self.window
+        if expired >= first:
+            slot = expired % self.stamp_slots
+            self.archived_b[expired - first] = self.live_b(
+                expired, self.scale_since(self.live_scale_mant[slot],
+                                          self.live_scale_exp[slot]))
+            self.archived_scale_mant[expired - first] = self.scale_mant
+            self.archived_scale_exp[expired - first] = self.scale_exp
+        # the sum of a block that starts at k + 1 is still empty
+        block = (k + 1 - first) // K
+        if k + 1 == first + block * K:
+            self.block_sum[block % self.block_slots] = 0.0
+        slot = (k + 1) % self.stamp_slots
+        self.stamp_block_sum[slot] = self.block_sum[block % self.block_slots]
+        self.live_scale_mant[slot] = self.scale_mant
+        self.live_scale_exp[slot] = self.scale_exp
+
+    cdef inline void record_step_map(self, int64_t k, double rho, double gamma) noexcept nogil:
+        set_step_map(&self.step_maps[0, 0], self.n_leaves, k - self.first_step,
+                     rho, gamma, self.theta)
+        self.n_averaged += 1
+
+
+# The steps that read the row are functions rather than methods: they are
+# specialised for the two floating types of the data.
+
+cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_data,
+                                const index_t* row_indices, Py_ssize_t nnz,
+                                int64_t k) noexcept nogil:
+    """Bring the union of the supports of sample k and its partner up to
+    the start of step k and list it with D = a_k - a_{k-1}; returns <w_k, a_k>."""
+    cdef Py_ssize_t q, j, n_union = 0
+    cdef double score = 0.0
+    cdef double* w = &problem.coef[0]
+    cdef double* partner = &problem.partner_dense[0]
+    for q in range(nnz):
+        j = row_indices[q]
+        problem.touched_at[j] = k
+        problem.catch_up(j, k)
+        problem.union_index[n_union] = j
+        problem.union_diff[n_union] = row_data[q] - partner[j]
+        score += w[j] * row_data[q]
+        n_union += 1
+    for q in range(problem.partner_nnz):
+        j = problem.partner_indices[q]
+        if problem.touched_at[j] == k:
+            continue
+        problem.catch_up(j, k)
+        problem.union_index[n_union] = j
+        problem.union_diff[n_union] = -partner[j]
+        n_union += 1
+    problem.union_nnz = n_union
+    return score
+
+
+cdef inline double averaged_score(PairwiseAUCProblem problem, const floating* row_data,
+                                  const index_t* row_indices, Py_ssize_t nnz) noexcept nogil:
+    """The row's score under the averaged model, the one decision_function uses."""
+    cdef Py_ssize_t q
+    cdef double score = 0.0
+    for q in range(nnz):
+        score += problem.coef_sum[row_indices[q]] * row_data[q]
+    return score / <double> problem.n_averaged
+
+
+cdef inline void become_partner(PairwiseAUCProblem problem, const floating* row_data,
+                                const index_t* row_indices, Py_ssize_t nnz,
+                                double label, double weight) noexcept nogil:
+    """Keep the row as the partner of the next step."""
+    cdef Py_ssize_t q
+    for q in range(problem.partner_nnz):
+        problem.partner_dense[problem.partner_indices[q]] = 0.0
+    for q in range(nnz):
+        problem.partner_indices[q] = row_indices[q]
+        problem.partner_dense[row_indices[q]] = row_data[q]
+    problem.partner_nnz = nnz
+    problem.partner_label = label
+    problem.partner_weight = weight
 
 
 def run_epoch(PairwiseAUCProblem problem,
@@ -523,36 +623,16 @@ def run_epoch(PairwiseAUCProblem problem,
     if (order.shape[0] > problem.max_steps or longest > problem.max_row_nnz
             or longest > n_features):
         raise ValueError("The rows exceed the capacity the problem was built for.")
-    cdef Loss loss = problem.loss
-    cdef double* w = &problem.coef[0]
-    cdef double* mom = &problem.momentum[0]
-    cdef double* ssq = &problem.ssq[0]
-    cdef double* prev_dense = &problem.prev_dense[0]
-    cdef int64_t* prev_idx = &problem.prev_idx[0]
-    cdef int64_t* mark = &problem.mark[0]
-    cdef int64_t* uidx = &problem.union_idx[0]
-    cdef double* udelta = &problem.union_delta[0]
-    cdef double* fblock = &problem.fblock[0]
-    cdef const double* powers = &problem.powers[0]
-    cdef Py_ssize_t K = problem.K, NB = problem.NB
-    cdef int64_t k0 = problem.k0, q_hi, q_lo, qb, b_start
-    cdef Py_ssize_t J = problem.J, L = problem.L
-    cdef double theta = problem.theta, eta = problem.eta
-    cdef bint coordinate = problem.coordinate, project = problem.project
-    cdef int algorithm = problem.algorithm
-    cdef double radius = problem.radius
 
     cdef const floating* data = NULL
     cdef const index_t* indices = NULL
     cdef const index_t* indptr = &X_indptr[0]
     cdef const floating* row_data
     cdef const index_t* row_indices
-    cdef Py_ssize_t s_pos, i, q, j, nnz, n_union, last_row = -1, slot
-    cdef int64_t k, s_old
-    cdef double sw, yi, pair_w, z, score, d, g, c, m_new, gamma, rho, usq
-    cdef double x_old, y_old, x_new, y_new, sq_delta, lval
-    cdef double sum_loss = 0.0, sum_weight = 0.0, step_w
-    cdef bint has_prev, active
+    cdef Py_ssize_t s_pos, i, nnz, last_row = -1
+    cdef int64_t k
+    cdef double sw, label, score, d, gamma, rho
+    cdef double sum_loss = 0.0, sum_weight = 0.0
 
     data_pointers(X_data, X_indices, &data, &indices)
 
@@ -564,172 +644,27 @@ def run_epoch(PairwiseAUCProblem problem,
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
-            yi = y[i]
-            k = problem.t + 1           # this step
+            label = y[i]
+            k = problem.t + 1
             nnz = get_row(data, indices, indptr, is_dense, n_features, i,
                           &row_data, &row_indices)
-            has_prev = problem.prev_weight > 0.0
-            active = has_prev and yi != problem.prev_label
 
-            # Union of the two supports, with D = a_k - a_{k-1}; bring its
-            # coordinates to the start of step k.
-            n_union = 0
-            score = 0.0
-            z = 0.0
-            x_old = 0.0
-            y_old = 0.0
-            for q in range(nnz):
-                j = row_indices[q]
-                mark[j] = k
-                problem.catch_up(j, k)
-                uidx[n_union] = j
-                udelta[n_union] = row_data[q] - prev_dense[j]
-                score += w[j] * row_data[q]
-                n_union += 1
-            for q in range(problem.prev_nnz):
-                j = prev_idx[q]
-                if mark[j] == k:
-                    continue
-                problem.catch_up(j, k)
-                uidx[n_union] = j
-                udelta[n_union] = -prev_dense[j]
-                n_union += 1
-            sq_delta = 0.0
-            for q in range(n_union):
-                j = uidx[q]
-                z += w[j] * udelta[q]
-                sq_delta += udelta[q] * udelta[q]
-                if project:
-                    c = problem.coord_step(j)
-                    x_old += c * w[j] * mom[j]
-                    y_old += c * c * mom[j] * mom[j]
-
-            # Pair loss and the scalar d of g = d * D.
-            d = 0.0
-            if active:
-                pair_w = sw * problem.prev_weight
-                lval = loss.loss(yi, z)
-                sum_loss += pair_w * lval
-                sum_weight += pair_w
-                problem.pair_weight += pair_w
-                if yi * z > 0.0:
-                    problem.ordered_weight += pair_w
-                elif z == 0.0:
-                    problem.ordered_weight += 0.5 * pair_w
-                d = pair_w * loss.dloss(yi, z)
-            problem.v += d * d * sq_delta
-
-            # Score statistics for the threshold, weighted by the step index
-            # (the score of the averaged model when averaging: it is the model
-            # that decision_function uses).
+            score = gather_union(problem, row_data, row_indices, nnz, k)
+            problem.measure_union()
+            d = problem.pair_gradient(label, sw, &sum_loss, &sum_weight)
             if problem.average and problem.n_averaged > 0:
-                score = 0.0
-                for q in range(nnz):
-                    score += problem.coef_sum[row_indices[q]] * row_data[q]
-                score /= <double> problem.n_averaged
-            step_w = sw * <double> k
-            q = 1 if yi > 0 else 0
-            problem.score_stats[q, 0] += step_w
-            problem.score_stats[q, 1] += step_w * score
-            problem.score_stats[q, 2] += step_w * score * score
+                score = averaged_score(problem, row_data, row_indices, nnz)
+            problem.add_score(label, sw, k, score)
 
-            # Global step.
-            if algorithm == OGD:
-                gamma = eta / sqrt(<double> k)
-            elif coordinate:
-                gamma = 1.0
-            elif problem.v > 0.0:
-                if algorithm == AOGD_STRONGLY_CONVEX:
-                    gamma = eta / problem.v
-                else:
-                    gamma = eta / sqrt(problem.v)
-            else:
-                gamma = 0.0
-
-            # Momentum (and accumulators) of the union coordinates.
-            x_new = 0.0
-            y_new = 0.0
-            for q in range(n_union):
-                j = uidx[q]
-                g = d * udelta[q]
-                ssq[j] += g * g
-                m_new = theta * mom[j] + (1.0 - theta) * g
-                mom[j] = m_new
-                if project:
-                    c = problem.coord_step(j)
-                    x_new += c * w[j] * m_new
-                    y_new += c * c * m_new * m_new
-
-            # Projection factor from the running norms.
-            rho = 1.0
-            if project:
-                problem.X = theta * (problem.X - x_old) + x_new
-                problem.Y = theta * theta * (problem.Y - y_old) + y_new
-                usq = problem.A - 2.0 * gamma * problem.X + gamma * gamma * problem.Y
-                if usq < 0.0:
-                    usq = 0.0
-                if usq > radius * radius:
-                    rho = radius / sqrt(usq)
-                problem.A = rho * rho * usq
-                problem.X = rho * (problem.X - gamma * problem.Y)
-
-            # Move the union coordinates and stamp them at step k + 1.
-            problem.p_mant *= rho
-            if problem.p_mant < ldexp(1.0, -SCALE_BITS):
-                problem.p_mant = ldexp(problem.p_mant, SCALE_BITS)
-                problem.p_exp += 1
-            for q in range(n_union):
-                j = uidx[q]
-                w[j] = rho * (w[j] - gamma * problem.coord_step(j) * mom[j])
-                if problem.average:
-                    problem.coef_sum[j] += w[j]
-                problem.stamp[j] = k + 1
-                problem.p_mant_at[j] = problem.p_mant
-                problem.p_exp_at[j] = problem.p_exp
-
-            # Idle coordinates: F_b(k + 1) = rho (F_b(k) + theta^(k-b) gamma)
-            # for the blocks b that live stamps can still read ...
-            if gamma != 0.0 or rho != 1.0:
-                q_hi = (k - k0) // K
-                q_lo = q_hi - (J + K) // K - 1
-                if q_lo < 0:
-                    q_lo = 0
-                for qb in range(q_lo, q_hi + 1):
-                    b_start = k0 + qb * K
-                    if k - b_start <= J + K:
-                        slot = qb % NB
-                        fblock[slot] = rho * (fblock[slot] + powers[k - b_start] * gamma)
-            # ... archive stamp k - J (its momentum is now below resolution) ...
-            s_old = k - J
-            if s_old >= k0:
-                slot = s_old % L
-                problem.b_final[s_old - k0] = problem.live_b(
-                    s_old, problem.scale_since(problem.pstamp_mant[slot],
-                                               problem.pstamp_exp[slot]))
-                problem.b_final_mant[s_old - k0] = problem.p_mant
-                problem.b_final_exp[s_old - k0] = problem.p_exp
-            # ... and open stamp k + 1 (a new block starts with F = 0).
-            qb = (k + 1 - k0) // K
-            if k + 1 == k0 + qb * K:
-                fblock[qb % NB] = 0.0
-            slot = (k + 1) % L
-            problem.fstamp[slot] = fblock[qb % NB]
-            problem.pstamp_mant[slot] = problem.p_mant
-            problem.pstamp_exp[slot] = problem.p_exp
-
+            gamma = problem.global_step(k)
+            problem.update_momentum(d)
+            rho = problem.projection_factor(gamma)
+            problem.move_union(k, rho, gamma)
+            problem.advance_idle(k, rho, gamma)
             if problem.average:
-                problem.set_step_map(k, rho, gamma)
-                problem.n_averaged += 1
+                problem.record_step_map(k, rho, gamma)
 
-            # This row becomes the partner of the next one.
-            for q in range(problem.prev_nnz):
-                prev_dense[prev_idx[q]] = 0.0
-            for q in range(nnz):
-                prev_idx[q] = row_indices[q]
-                prev_dense[row_indices[q]] = row_data[q]
-            problem.prev_nnz = nnz
-            problem.prev_label = yi
-            problem.prev_weight = sw
+            become_partner(problem, row_data, row_indices, nnz, label, sw)
             last_row = i
             problem.t = k
 
@@ -737,6 +672,6 @@ def run_epoch(PairwiseAUCProblem problem,
 
     last = None
     if last_row >= 0:
-        last_indices = np.asarray(problem.prev_idx)[:problem.prev_nnz].copy()
-        last = (last_indices, np.asarray(problem.prev_dense)[last_indices])
+        last_indices = np.asarray(problem.partner_indices)[:problem.partner_nnz].copy()
+        last = (last_indices, np.asarray(problem.partner_dense)[last_indices])
     return sum_loss, sum_weight, last

@@ -1,11 +1,13 @@
 """PairwiseAUCClassifier: online AUC maximisation (AOGD / OGD for pairwise learning)."""
+import warnings
 from numbers import Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseOnlineLinearClassifier
-from ._pairwise_auc_fast import PairwiseAUCProblem, make_pair_loss, run_epoch
+from ._loss import make_pair_loss
+from ._pairwise_auc_fast import PairwiseAUCProblem, run_epoch
 
 
 class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
@@ -44,10 +46,21 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
 
     Parameters
     ----------
-    loss : {"hinge", "square", "logistic", "logit_square"}, default="hinge"
+    loss : {"hinge", "square", "log_loss", "logit_square"}, default="hinge"
         Surrogate ``l(t)`` of the margin difference ``t``: ``(1 - t)_+``,
         ``(1 - t)^2``, ``log(1 + exp(-t))`` or the non-convex
-        ``(1 - sigmoid(t))^2`` of the paper's Table 3.
+        ``(1 - sigmoid(t))^2`` of the paper's Table 3.  ``"hinge"`` and
+        ``"log_loss"`` are the losses of the same names in scikit-learn.
+        ``"square"`` and ``"logit_square"`` keep the paper's names: neither
+        has a scikit-learn counterpart (``"squared_error"`` is
+        ``(y - p)^2 / 2``, half of ``"square"``, which changes the steps of
+        ``"ogd"`` and ``"aogd_strongly_convex"``; ``"squared_hinge"`` is
+        ``(1 - t)_+^2``).
+
+        .. deprecated:: 0.1
+           ``loss="logistic"`` was renamed ``"log_loss"`` in 0.1 and will be
+           removed in 0.3; it still fits the same model, with a
+           FutureWarning.
     algorithm : {"aogd", "aogd_strongly_convex", "ogd"}, default="aogd"
     adaptive : {"norm", "coordinate"}, default="norm"
         The paper's scalar accumulator of squared gradient norms, or one per
@@ -198,7 +211,12 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
 
     _parameter_constraints: dict = {
         **BaseOnlineLinearClassifier._parameter_constraints,
-        "loss": [StrOptions({"hinge", "square", "logistic", "logit_square"})],
+        "loss": [
+            StrOptions(
+                {"hinge", "square", "log_loss", "logit_square", "logistic"},
+                deprecated={"logistic"},
+            )
+        ],
         "algorithm": [StrOptions({"aogd", "aogd_strongly_convex", "ogd"})],
         "adaptive": [StrOptions({"norm", "coordinate"})],
         "eta": [Interval(Real, 0, None, closed="neither")],
@@ -248,6 +266,13 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
 
     # ------------------------------------------------------------------
     def _validate_input(self, X, y, sample_weight, classes, partial):
+        if self.loss == "logistic":
+            warnings.warn(
+                "The loss 'logistic' was deprecated in version 0.1 and will be "
+                "removed in version 0.3. Use `loss='log_loss'`, which is "
+                "equivalent.",
+                FutureWarning,
+            )
         out = super()._validate_input(X, y, sample_weight, classes, partial)
         all_classes = out[3]
         if all_classes.shape[0] > 2:
@@ -284,7 +309,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         else:
             max_row_nnz = int(np.diff(X_indptr).max()) if X_indptr.shape[0] > 1 else 0
         problem = PairwiseAUCProblem(
-            make_pair_loss(self.loss),
+            make_pair_loss(self._loss_name()),
             self.algorithm,
             self.adaptive,
             float(self.eta),
@@ -308,7 +333,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             int(self.averaged_steps_),
         )
         sum_loss, sum_weight, last = run_epoch(problem, *rows, y, sample_weight, order)
-        self.total_sq_gradient_[0] = problem.v
+        self.total_sq_gradient_[0] = problem.total_sq_gradient
         self.averaged_steps_ = int(problem.n_averaged)
         if self.average and self.averaged_steps_ > 0:
             self.coef_[0] = self.coef_sum_[0] / self.averaged_steps_
@@ -323,10 +348,15 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         )
         if last is not None:
             self.last_sample_indices_, self.last_sample_values_ = last
-            self.last_sample_label_ = float(problem.prev_label)
-            self.last_sample_weight_ = float(problem.prev_weight)
+            self.last_sample_label_ = float(problem.partner_label)
+            self.last_sample_weight_ = float(problem.partner_weight)
         self.intercept_[0] = -self._threshold() if self.fit_intercept else 0.0
         return sum_loss, sum_weight
+
+    def _loss_name(self):
+        """``loss`` under its current name (the deprecated "logistic" is
+        "log_loss")."""
+        return "log_loss" if self.loss == "logistic" else self.loss
 
     def _threshold(self):
         """LDA threshold of the prequential score statistics (see Notes)."""

@@ -138,7 +138,7 @@ def test_implicit_ftrl_merge_matches_transcription(data, update, kind):
 @pytest.mark.parametrize("average", [False, True])
 def test_pairwise_auc_merge_matches_transcription(data, algorithm, adaptive, average):
     X, y, sw = data
-    params = dict(loss="logistic", algorithm=algorithm, adaptive=adaptive, eta=0.3,
+    params = dict(loss="log_loss", algorithm=algorithm, adaptive=adaptive, eta=0.3,
                   theta=0.5, radius=2.0)
     est = PairwiseAUCClassifier(shuffle=False, tol=None, average=average, **params)
     state = ref.pairwise_auc_zero(X.shape[1])

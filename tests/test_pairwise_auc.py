@@ -1,6 +1,7 @@
 """PairwiseAUCClassifier against its NumPy transcription, and its own promises."""
 import itertools
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from sklearn_adaprox import PairwiseAUCClassifier
 from sklearn_adaprox._pairwise_auc_fast import momentum_window
 from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
 
-LOSSES = ["hinge", "square", "logistic", "logit_square"]
+LOSSES = ["hinge", "square", "log_loss", "logit_square"]
 ALGORITHMS = ["aogd", "aogd_strongly_convex", "ogd"]
 
 
@@ -117,7 +118,7 @@ def test_kernel_matches_numpy_transcription_over_theta(stream, theta, adaptive):
 
 @pytest.mark.parametrize(
     "loss, algorithm, adaptive",
-    [("hinge", "aogd", "norm"), ("logistic", "aogd", "coordinate"),
+    [("hinge", "aogd", "norm"), ("log_loss", "aogd", "coordinate"),
      ("square", "aogd_strongly_convex", "norm"), ("hinge", "ogd", "norm")],
 )
 @pytest.mark.parametrize("theta", [0.0, 0.5, 0.99])
@@ -307,3 +308,27 @@ def test_ogd_and_aogd_differ_and_both_rank_well():
         aucs[algorithm] = roc_auc_score(y_test, clf.decision_function(X_test))
     assert min(aucs.values()) > 0.85, aucs
     assert len(set(aucs.values())) == 3
+
+
+@pytest.mark.parametrize("average", [False, True])
+def test_deprecated_logistic_spelling_fits_the_log_loss_model(stream, average):
+    """loss="logistic" (deprecated in 0.1) still fits, with a FutureWarning
+    on fit and on partial_fit, exactly the model of loss="log_loss"."""
+    X, y, sample_weight = stream
+    params = dict(algorithm="aogd", adaptive="coordinate", eta=0.3, theta=0.9,
+                  radius=0.5, average=average, max_iter=2, tol=None, random_state=0)
+    new = PairwiseAUCClassifier(loss="log_loss", **params)
+    old = PairwiseAUCClassifier(loss="logistic", **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new.fit(X, y, sample_weight=sample_weight)
+        new.partial_fit(X[:50], y[:50])
+    with pytest.warns(FutureWarning, match="'logistic' was deprecated in version 0.1"):
+        old.fit(X, y, sample_weight=sample_weight)
+    with pytest.warns(FutureWarning, match="removed in version 0.3. Use `loss='log_loss'`"):
+        old.partial_fit(X[:50], y[:50])
+    for name in ("coef_", "iterate_", "coef_sum_", "momentum_", "sum_sq_gradient_",
+                 "total_sq_gradient_", "score_stats_", "intercept_"):
+        assert_array_equal(getattr(old, name), getattr(new, name))
+    assert old.loss_curve_ == new.loss_curve_
+    assert old.t_ == new.t_

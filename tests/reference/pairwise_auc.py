@@ -16,7 +16,7 @@ def surrogate_derivative(loss, t):
         return -1.0 if t < 1 else 0.0
     if loss == "square":
         return -2.0 * (1.0 - t)
-    if loss == "logistic":
+    if loss == "log_loss":
         return -expit(-t)
     if loss == "logit_square":
         s = expit(t)
@@ -29,7 +29,7 @@ def surrogate_value(loss, t):
         return max(0.0, 1.0 - t)
     if loss == "square":
         return (1.0 - t) ** 2
-    if loss == "logistic":
+    if loss == "log_loss":
         return np.logaddexp(0.0, -t)
     if loss == "logit_square":
         return (1.0 - expit(t)) ** 2
