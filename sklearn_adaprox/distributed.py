@@ -137,7 +137,7 @@ def _initial_state(est, part, classes, pin):
     return state, pinned
 
 
-def _continued(shard, state, X, y, rows, classes, columns, track):
+def _continued(shard, rows, state, X, y, classes, columns, track):
     """``shard`` (None: a new model) made a copy of ``state`` (``columns``:
     the only columns in which they differ, None: any), then one
     ``partial_fit`` pass over the ``rows`` of (X, y); with the columns of
@@ -972,7 +972,9 @@ class ThreadShardedTrainer(_ShardedTrainer):
         self : object
             The fitted trainer.
         """
-        from joblib import Parallel, delayed, effective_n_jobs
+        from concurrent.futures import ThreadPoolExecutor
+
+        from joblib import effective_n_jobs
 
         self._validate_params()
         est = clone(self.estimator)
@@ -1008,7 +1010,9 @@ class ThreadShardedTrainer(_ShardedTrainer):
             _, shards, changed = kept
         self.__dict__.pop("_kept_shards", None)
         start = time.perf_counter()
-        with Parallel(n_jobs=n_jobs, prefer="threads") as parallel:
+        # a plain thread pool: joblib's collects results at 10 ms intervals,
+        # as long as a whole pass over a small data set
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
             for epoch in range(self.max_iter):
                 order = (rng.permutation(_n_rows(X)) if self.shuffle
                          else np.arange(_n_rows(X)))
@@ -1018,9 +1022,9 @@ class ThreadShardedTrainer(_ShardedTrainer):
                 # state costs more than merging one; and where a pass touches
                 # a few of the columns (wide sparse rows), only those are
                 # merged and copied back to the shards
-                done = parallel(
-                    delayed(_continued)(shard, state, X, y, b, classes, changed, track)
-                    for shard, b in zip(shards, blocks))
+                done = list(pool.map(
+                    lambda task: _continued(*task, state, X, y, classes, changed, track),
+                    zip(shards, blocks)))
                 shards = [shard for shard, _ in done]
                 columns = None
                 if all(touched is not None for _, touched in done):
@@ -1028,7 +1032,8 @@ class ThreadShardedTrainer(_ShardedTrainer):
                                               X.shape[1])
                     if SPARSE_ROUND * columns.shape[0] >= X.shape[1]:
                         columns = None  # most columns: whole arrays are quicker
-                changed = _merged_in_place(state, shards, self.combine, columns, parallel)
+                changed = _merged_in_place(state, shards, self.combine, columns,
+                                           (pool, n_jobs))
                 losses = np.array([m.loss_curve_[-1] for m in shards])
                 sizes = np.array([len(b) for b in blocks], dtype=float)
                 ok = np.isfinite(losses)

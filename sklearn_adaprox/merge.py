@@ -37,7 +37,6 @@ same floating-point operations in the same order for the same grouping.
 import copy
 
 import numpy as np
-from joblib import delayed
 
 from ._base import BaseOnlineLinearModel, feature_columns, new_state_version, take_columns
 from .adagrad import AdaGradClassifier
@@ -657,15 +656,16 @@ def _written(rule, template, sums, averages, latest):
 
 
 def _merged_entry(base, values, weight_base, weight_values, average, roots=False,
-                  weight_roots=False, out=None, entries=None, parallel=None):
+                  weight_roots=False, out=None, entries=None, threads=None):
     """One part of the merged state of models in memory (``_merge_fast``):
     the same value as the increments' route (``_increment``, ``_add``,
     ``_apply``) gives.  ``base`` None: an averaged part of the state (no
     base); ``weight_base`` None: per-model weights ``weight_values`` (or 1
     when that is None too).  ``out``: the float64 array to write it into
     (it may be ``base`` itself); ``entries``: the flat entries to merge,
-    ``out`` holding the base at the others.  ``parallel``: a joblib
-    ``Parallel`` of threads that shares a large part out in ranges."""
+    ``out`` holding the base at the others.  ``threads``: (a
+    ``concurrent.futures`` executor, its number of threads) sharing a large
+    part out in ranges."""
     integer = base is not None and np.asarray(base).dtype.kind in "iu"
     shape = np.shape(values[0])
     flat = [np.asarray(v, dtype=np.float64).reshape(-1) for v in values]
@@ -683,11 +683,10 @@ def _merged_entry(base, values, weight_base, weight_values, average, roots=False
             flat, weight_base, per_entry, steps, average, base is not None and not integer,
             roots, weight_roots, entries)
     size = flat_out.shape[0] if entries is None else entries.shape[0]
-    n_jobs = parallel.n_jobs if parallel is not None else 1
-    if n_jobs > 1 and size >= PARALLEL_MIN_SIZE:
-        bounds = np.linspace(0, size, n_jobs + 1).astype(np.int64)
-        parallel(delayed(merge_entries)(*args, int(lo), int(hi))
-                 for lo, hi in zip(bounds[:-1], bounds[1:]))
+    if threads is not None and threads[1] > 1 and size >= PARALLEL_MIN_SIZE:
+        bounds = np.linspace(0, size, threads[1] + 1).astype(np.int64)
+        ranges = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        list(threads[0].map(lambda bound: merge_entries(*args, *bound), ranges))
     else:
         merge_entries(*args)
     if integer:  # a step count: the (rounded) increment, added as an integer
@@ -695,14 +694,14 @@ def _merged_entry(base, values, weight_base, weight_values, average, roots=False
     return out.item() if np.ndim(out) == 0 else out
 
 
-def _merge_into(rule, target, base_sums, models, combine, columns=None, parallel=None):
+def _merge_into(rule, target, base_sums, models, combine, columns=None, threads=None):
     """(sums, averages, latest) of the merge of ``models`` over
     ``base_sums``, part by part; the parts ``rule.storage(target)`` holds
     are written there.  ``target`` may be the base itself (merged in place):
     the averages come first, and the parts that weigh others last, so that
     no part is overwritten before everything that reads it is merged.
     ``columns``: of a column-local merge into a target that holds the base,
-    the only columns any model changed (sorted int64).  ``parallel``: see
+    the only columns any model changed (sorted int64).  ``threads``: see
     ``_merged_entry``."""
     average = combine == "average"
     own = [rule.sums(m) for m in models]
@@ -734,26 +733,26 @@ def _merge_into(rule, target, base_sums, models, combine, columns=None, parallel
         wb, wv, weight_roots = weights(weight)
         averages[name] = _merged_entry(None, [p[name][0] for p in parts], wb, wv, True,
                                        weight_roots=weight_roots, out=store.get(name),
-                                       parallel=parallel)
+                                       threads=threads)
     weighing = {rule.weight_of(name) for name in base_sums} if average else set()
     sums = {}
     for name in sorted(base_sums, key=lambda name: name in weighing):
         wb, wv, weight_roots = weights(rule.weight_of(name) if average else None)
         sums[name] = _merged_entry(base_sums[name], [o[name] for o in own], wb, wv, average,
                                    name in rule.roots, weight_roots, out=store.get(name),
-                                   entries=entries.get(name), parallel=parallel)
+                                   entries=entries.get(name), threads=threads)
     return sums, averages, latest
 
 
-def _merged_in_place(state, models, combine="sum", columns=None, parallel=None):
+def _merged_in_place(state, models, combine="sum", columns=None, threads=None):
     """Merge ``models``, each continued from ``state``, into ``state``
     itself (its arrays reused: on a wide model a new state costs more than
     the merge).  ``state`` is left as ``merge(models, base=state)`` would
     return it.  ``columns``: the columns the models' calls can have changed
     (sorted int64; None: any), of which alone a column-local merge reads
-    and writes the per-feature parts.  ``parallel``: a joblib ``Parallel``
-    of threads sharing the large parts.  Returns the columns it merged
-    (None: all)."""
+    and writes the per-feature parts.  ``threads``: (executor, number of
+    threads) sharing the large parts.  Returns the columns it merged (None:
+    all)."""
     rule = check_mergeable(models, state)
     if not rule.column_local(state):
         columns = None
@@ -761,7 +760,7 @@ def _merged_in_place(state, models, combine="sum", columns=None, parallel=None):
         _assign(state, models[0], columns)
         return columns
     rule.write(state, *_merge_into(rule, state, rule.sums(state), models, combine, columns,
-                                   parallel))
+                                   threads))
     state._state_version = new_state_version()
     state.n_iter_ = 1
     return columns

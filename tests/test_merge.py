@@ -439,9 +439,9 @@ def test_threads_merge_only_the_touched_columns_bit_for_bit(update, combine, mon
     merged_columns = []
     merge_in_place = distributed._merged_in_place
 
-    def spy(state, models, combine, columns=None, parallel=None):
+    def spy(state, models, combine, columns=None, threads=None):
         merged_columns.append(columns)
-        return merge_in_place(state, models, combine, columns, parallel)
+        return merge_in_place(state, models, combine, columns, threads)
 
     monkeypatch.setattr(distributed, "_merged_in_place", spy)
     sparse = clone(trainer).fit(X, y)
@@ -485,7 +485,7 @@ def test_a_wide_merge_shared_by_threads_is_the_serial_merge(combine):
     trainer's threads in ranges: the same entries, the same operations."""
     import sys
 
-    from joblib import Parallel
+    from concurrent.futures import ThreadPoolExecutor
 
     module = sys.modules["sklearn_adaprox.merge"]
     rng = np.random.RandomState(5)
@@ -497,8 +497,8 @@ def test_a_wide_merge_shared_by_threads_is_the_serial_merge(combine):
     models = [copy.deepcopy(base).partial_fit(X[i::3], y[i::3]) for i in range(3)]
     serial, shared = copy.deepcopy(base), copy.deepcopy(base)
     module._merged_in_place(serial, models, combine)
-    with Parallel(n_jobs=2, prefer="threads") as parallel:
-        module._merged_in_place(shared, models, combine, parallel=parallel)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        module._merged_in_place(shared, models, combine, threads=(pool, 2))
     for name in ("accumulators_", "md_weights_", "intercept_"):
         assert_array_equal(getattr(shared, name), getattr(serial, name))
     assert np.any(serial.accumulators_ != base.accumulators_)
