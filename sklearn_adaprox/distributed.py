@@ -862,7 +862,10 @@ class ThreadShardedTrainer(_ShardedTrainer):
     state's arrays (no new state per pass, which on a wide model would cost
     more than the merge).  A shard's call saves nothing for a rollback: if
     one fails, ``fit`` raises its error, the shards are dropped and the
-    state is the one before the pass.
+    state is the one before the pass.  With ``warm_start=True`` the shard
+    models are also kept from one ``fit`` to the next (``n_shards`` copies
+    of the state in memory; not pickled), for as long as ``estimator_`` is
+    the state they were merged into.
 
     Parameters
     ----------
