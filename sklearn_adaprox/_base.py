@@ -296,7 +296,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         without materialising the rest (unless they already are)."""
         cached = _COEF_CACHE.get(self)
         if cached is not None and cached[0] == self._state_version:
-            return cached[1][feature_columns(cached[1], columns)]
+            return take_columns(cached[1], columns)
         return self._compute_coef_at(columns)
 
     def _coef_is_computed(self):

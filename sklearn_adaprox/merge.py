@@ -643,16 +643,15 @@ def _apply(rule, template, base_sums, total):
         sums[k] = base + _dense(final["steps"][k])
         if k in rule.roots:
             sums[k] = np.sqrt(np.maximum(sums[k], 0.0))
-    return _written(rule, template, sums, final["averages"], final["latest"])
+    return _written(rule, copy.deepcopy(template), sums, final["averages"], final["latest"])
 
 
-def _written(rule, template, sums, averages, latest):
-    """A new estimator: ``template`` (deep-copied) with the merged state."""
-    merged = copy.deepcopy(template)
-    rule.write(merged, sums, averages, latest)
-    merged._state_version = new_state_version()
-    merged.n_iter_ = 1
-    return merged
+def _written(rule, target, sums, averages, latest):
+    """``target`` with the merged state written into it, as a new state."""
+    rule.write(target, sums, averages, latest)
+    target._state_version = new_state_version()
+    target.n_iter_ = 1
+    return target
 
 
 def _merged_entry(base, values, weight_base, weight_values, average, roots=False,
@@ -759,10 +758,8 @@ def _merged_in_place(state, models, combine="sum", columns=None, threads=None):
     if len(models) == 1:
         _assign(state, models[0], columns)
         return columns
-    rule.write(state, *_merge_into(rule, state, rule.sums(state), models, combine, columns,
-                                   threads))
-    state._state_version = new_state_version()
-    state.n_iter_ = 1
+    _written(rule, state, *_merge_into(rule, state, rule.sums(state), models, combine,
+                                       columns, threads))
     return columns
 
 
@@ -875,8 +872,6 @@ def merge(models, base=None, *, combine="sum"):
     base_sums = rule.zero(models[0]) if base is None else rule.sums(base)
     template = models[0] if base is None else base
     merged = copy.deepcopy(template)
-    rule.write(merged, *_merge_into(rule, merged, base_sums, models, combine))
-    merged._state_version = new_state_version()
-    merged.n_iter_ = 1
+    _written(rule, merged, *_merge_into(rule, merged, base_sums, models, combine))
     merged.loss_curve_ = [] if base is None else list(base.loss_curve_)
     return merged
