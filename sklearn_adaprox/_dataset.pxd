@@ -84,6 +84,101 @@ cdef inline void prefetch_row(
         prefetch_stream(columns, length * sizeof(index_t))
 
 
+# One pass over the rows: every kernel walks X in the order of a pass the
+# same way, through a RowPass and step_row:
+#
+#     cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense,
+#                                  n_features, order)
+#     with nogil:
+#         for s in range(rows.n_steps):
+#             nnz = step_row(&rows, s, &i, &x, &idx)
+#             if sample_weight[i] == 0.0:
+#                 continue  # a row of zero weight is not a step
+#             ...
+#
+# A struct cannot be fused, so RowPass holds the arrays untyped; step_row and
+# row_of give them back the types of the kernel's own row pointers.
+cdef struct RowPass:
+    const void* data          # floating: the stored values (NULL if none)
+    const void* indices       # index_t: their columns (arange for dense rows)
+    const void* indptr        # index_t: row starts (unused for dense rows)
+    bint is_dense
+    Py_ssize_t n_features
+    const int64_t* order      # the rows of the pass, in order (NULL: none)
+    Py_ssize_t n_steps        # len(order)
+
+
+cdef inline RowPass row_pass(
+    const floating[::1] X_data,
+    const index_t[::1] X_indices,
+    const index_t[::1] X_indptr,
+    bint is_dense,
+    Py_ssize_t n_features,
+    const int64_t[::1] order,
+):
+    """The rows of X (as passed to a kernel) visited in ``order``; an empty
+    ``order`` for a RowPass read through ``row_of`` only."""
+    cdef RowPass rows
+    cdef const floating* data
+    cdef const index_t* indices
+    data_pointers(X_data, X_indices, &data, &indices)
+    rows.data = data
+    rows.indices = indices
+    rows.indptr = &X_indptr[0]
+    rows.is_dense = is_dense
+    rows.n_features = n_features
+    rows.order = NULL
+    rows.n_steps = 0
+    if order.shape[0] > 0:
+        rows.order = &order[0]
+        rows.n_steps = order.shape[0]
+    return rows
+
+
+cdef inline Py_ssize_t row_of(
+    const RowPass* rows,
+    Py_ssize_t row,
+    const floating** row_data,
+    const index_t** row_indices,
+) noexcept nogil:
+    """Point ``row_data``/``row_indices`` at row ``row``; return its length."""
+    return get_row(<const floating*> rows.data, <const index_t*> rows.indices,
+                   <const index_t*> rows.indptr, rows.is_dense, rows.n_features,
+                   row, row_data, row_indices)
+
+
+cdef inline Py_ssize_t step_row(
+    const RowPass* rows,
+    Py_ssize_t s,
+    Py_ssize_t* row,
+    const floating** row_data,
+    const index_t** row_indices,
+) noexcept nogil:
+    """Step ``s`` of the pass: store its row's index in ``row``, point
+    ``row_data``/``row_indices`` at the row and return its length, and start
+    loading the row of step ``s + 1`` into the cache (see ``prefetch_row``)."""
+    row[0] = <Py_ssize_t> rows.order[s]
+    if s + 1 < rows.n_steps:
+        prefetch_row(<const floating*> rows.data, <const index_t*> rows.indices,
+                     <const index_t*> rows.indptr, rows.is_dense, rows.n_features,
+                     <Py_ssize_t> rows.order[s + 1])
+    return row_of(rows, row[0], row_data, row_indices)
+
+
+cdef inline double row_sq_norm(const floating* row_data, Py_ssize_t nnz,
+                               bint fit_intercept) noexcept nogil:
+    """``||s||^2`` of the row ``s`` plus the constant 1 of the intercept (with
+    ``fit_intercept``), summed in double in the order of the row's entries,
+    so that dense and sparse, float32 and float64 copies of the same values
+    give the same sum."""
+    cdef Py_ssize_t k
+    cdef double v, sq = 1.0 if fit_intercept else 0.0
+    for k in range(nnz):
+        v = row_data[k]
+        sq += v * v
+    return sq
+
+
 cdef inline Py_ssize_t longest_row(const index_t[::1] indptr, bint is_dense,
                                    Py_ssize_t n_features, Py_ssize_t n_rows) noexcept nogil:
     """Largest number of stored entries of one row (workspaces per row)."""

@@ -15,12 +15,15 @@ memoryviews.
 import numpy as np
 import scipy.sparse as sp
 
+from libc.math cimport fabs, fmax, sqrt
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 MALFORMED = "Malformed sparse matrix X: "
 # Formats whose index arrays check_sparse_structure reads directly; any other
 # sparse format is brought to COO first (by scipy code that only copies).
 _COMPRESSED = ("csr", "csc", "bsr")
+# The row order of a scan that reads rows by index, not in a pass.
+NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 cdef inline uint64_t splitmix64(uint64_t* state) noexcept nogil:
@@ -399,32 +402,71 @@ def row_moments(const floating[::1] X_data,
     the row plus the constant 1 of the intercept (with ``fit_intercept``)
     and ``h_i`` its sample weight: the scales of the rows and of the target
     that the data-aware defaults (``"auto"`` step sizes) are computed from.
-    Summed in double in the order of the row's non-zeros, so that dense and
-    sparse copies of the same values, float32 or float64, give the same
-    sums.  No copy of X, O(nnz)."""
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
+    Dense and sparse copies of the same values, float32 or float64, give the
+    same sums (``row_sq_norm``).  No copy of X, O(nnz)."""
+    cdef const int64_t[::1] no_order = NO_ROWS
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     n_features, y.shape[0], sample_weight, no_order)
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features,
+                                 no_order)
     cdef const floating* row_data
     cdef const index_t* row_indices
-    cdef Py_ssize_t i, k, nnz
-    cdef double v, sq, h, sum_sq_norm = 0.0, sum_sq_target = 0.0, sum_weight = 0.0
-    cdef const int64_t[::1] no_rows = np.zeros(0, dtype=np.int64)
-    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
-                     n_features, y.shape[0], sample_weight, no_rows)
-    data_pointers(X_data, X_indices, &data, &indices)
+    cdef Py_ssize_t i, nnz
+    cdef double h, sum_sq_norm = 0.0, sum_sq_target = 0.0, sum_weight = 0.0
     with nogil:
         for i in range(y.shape[0]):
             h = sample_weight[i]
             if h == 0.0:
                 continue
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i,
-                          &row_data, &row_indices)
-            sq = 1.0 if fit_intercept else 0.0
-            for k in range(nnz):
-                v = row_data[k]
-                sq += v * v
-            sum_sq_norm += h * sq
+            nnz = row_of(&rows, i, &row_data, &row_indices)
+            sum_sq_norm += h * row_sq_norm(row_data, nnz, fit_intercept)
             sum_sq_target += h * y[i] * y[i]
             sum_weight += h
     return sum_sq_norm, sum_sq_target, sum_weight
+
+
+def gradient_bound(const floating[::1] X_data,
+                   const index_t[::1] X_indices,
+                   const index_t[::1] X_indptr,
+                   bint is_dense,
+                   Py_ssize_t n_features,
+                   bint fit_intercept,
+                   const double[::1] y,
+                   const double[::1] sample_weight,
+                   double lipschitz,
+                   bint use_target,
+                   double radius):
+    """``max_i h_i * L_i * ||s_i||`` over the rows (implicit FTRL's default
+    ``G``), ``s_i`` the row plus the intercept's 1 and ``h_i`` its weight.
+
+    ``L_i = lipschitz`` for a Lipschitz loss.  With ``use_target`` (squared
+    error, not Lipschitz: ``|l'(y, p)| = |p - y|`` has no bound) ``L_i`` bounds
+    ``|l'|`` on the ball ``||w|| <= radius`` (``radius = beta``), where
+    ``|<w, s_i> - y_i| <= |y_i| + radius ||s_i||``.  Then
+    ``G / beta >= h_i ||s_i||^2``, the curvature of the row's loss, so no
+    linear or look-ahead step overshoots its target.
+    Accumulated in double whatever the dtype of X (``row_sq_norm``), so that
+    float32 and float64 copies of the same values give the same G.  No copy
+    of X, O(nnz).
+    """
+    cdef const int64_t[::1] no_order = NO_ROWS
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     n_features, y.shape[0], sample_weight, no_order)
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features,
+                                 no_order)
+    cdef const floating* row_data
+    cdef const index_t* row_indices
+    cdef Py_ssize_t i, nnz
+    cdef double norm, scale, best = 0.0
+    with nogil:
+        for i in range(y.shape[0]):
+            if sample_weight[i] == 0.0:
+                continue
+            nnz = row_of(&rows, i, &row_data, &row_indices)
+            norm = sqrt(row_sq_norm(row_data, nnz, fit_intercept))
+            if use_target:
+                scale = sample_weight[i] * (fabs(y[i]) + radius * norm)
+            else:
+                scale = sample_weight[i] * lipschitz
+            best = fmax(best, scale * norm)
+    return best

@@ -36,10 +36,10 @@ come from the row alone.
 import numpy as np
 
 from cython cimport floating
-from libc.math cimport fmax, fmin, sqrt
+from libc.math cimport fmax, fmin
 from libc.stdint cimport int64_t
 
-from ._dataset cimport check_pass_input, data_pointers, get_row, index_t, prefetch_row
+from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
 from ._loss cimport Loss
 
 cdef enum:
@@ -120,28 +120,20 @@ def run_epoch(ImplicitFTRLProblem problem,
     cdef double S = problem.sq_norm_theta
     cdef int64_t t = problem.t
 
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* row_data
     cdef const index_t* row_indices
     cdef Py_ssize_t s, i, k, nnz
     cdef double h, yi, v, dot, sq, p, lv, d, cz, lam_next, delta, dw2, p_new
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
-    data_pointers(X_data, X_indices, &data, &indices)
-
     with nogil:
-        for s in range(order.shape[0]):
-            i = order[s]
-            if s + 1 < order.shape[0]:
-                prefetch_row(data, indices, indptr, is_dense, n_features, order[s + 1])
+        for s in range(rows.n_steps):
+            nnz = step_row(&rows, s, &i, &row_data, &row_indices)
             h = sample_weight[i]
             if h == 0.0:
                 continue
             yi = y[i]
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i,
-                          &row_data, &row_indices)
 
             # <theta_t, s> and ||s||^2 over the row (and the intercept).
             if fit_intercept:
@@ -201,62 +193,3 @@ def run_epoch(ImplicitFTRLProblem problem,
     problem.gamma = gamma
     problem.sq_norm_theta = S
     return sum_loss, sum_weight
-
-
-NO_ROWS = np.zeros(0, dtype=np.int64)
-
-
-def gradient_bound(const floating[::1] X_data,
-                   const index_t[::1] X_indices,
-                   const index_t[::1] X_indptr,
-                   bint is_dense,
-                   Py_ssize_t n_features,
-                   bint fit_intercept,
-                   const double[::1] y,
-                   const double[::1] sample_weight,
-                   double lipschitz,
-                   bint use_target,
-                   double radius):
-    """``max_i h_i * L_i * ||s_i||`` over the rows (the default ``G``).
-
-    ``L_i = lipschitz`` for a Lipschitz loss.  With ``use_target`` (squared
-    error, not Lipschitz: ``|l'(y, p)| = |p - y|`` has no bound) ``L_i`` bounds
-    ``|l'|`` on the ball ``||w|| <= radius`` (``radius = beta``), where
-    ``|<w, s_i> - y_i| <= |y_i| + radius ||s_i||``.  Then
-    ``G / beta >= h_i ||s_i||^2``, the curvature of the row's loss, so no
-    linear or look-ahead step overshoots its target.
-    Accumulated in double whatever the dtype of X, so that float32 and float64
-    copies of the same values give the same G.  No copy of X, O(nnz).
-    """
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
-    cdef const floating* row_data
-    cdef const index_t* row_indices
-    cdef Py_ssize_t i, k, nnz
-    cdef double v, norm, sq, scale, best = 0.0
-    cdef const int64_t[::1] no_rows = NO_ROWS
-    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
-                     n_features, y.shape[0], sample_weight, no_rows)
-    data_pointers(X_data, X_indices, &data, &indices)
-    with nogil:
-        for i in range(y.shape[0]):
-            if sample_weight[i] == 0.0:
-                continue
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i,
-                          &row_data, &row_indices)
-            sq = 1.0 if fit_intercept else 0.0
-            for k in range(nnz):
-                v = row_data[k]
-                sq += v * v
-            norm = sqrt(sq)
-            if use_target:
-                scale = sample_weight[i] * (fabs_(y[i]) + radius * norm)
-            else:
-                scale = sample_weight[i] * lipschitz
-            best = fmax(best, scale * norm)
-    return best
-
-
-cdef inline double fabs_(double x) noexcept nogil:
-    return -x if x < 0.0 else x

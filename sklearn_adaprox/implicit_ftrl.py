@@ -7,8 +7,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseOnlineLinearClassifier, BaseOnlineLinearRegressor
-from ._dataset import row_moments
-from ._implicit_ftrl_fast import ImplicitFTRLProblem, gradient_bound, run_epoch
+from ._dataset import gradient_bound, row_moments
+from ._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
 from ._loss import make_loss
 
 UPDATES = ("linear", "truncated", "twostep", "proximal")
