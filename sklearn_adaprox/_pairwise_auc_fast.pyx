@@ -75,8 +75,8 @@ from cython cimport floating
 from libc.math cimport ldexp, sqrt
 from libc.stdint cimport int64_t
 
-from ._dataset cimport (check_pass_input, data_pointers, get_row, index_t, longest_row,
-                        prefetch_row)
+from ._dataset cimport (RowPass, check_pass_input, index_t, longest_row, row_pass,
+                        step_row)
 from ._loss cimport Loss
 from ._step_maps cimport STEP_MAP, compose_range, set_step_map
 
@@ -184,7 +184,7 @@ cdef class PairwiseAUCProblem:
     cdef double[:, ::1] step_maps
     cdef Py_ssize_t n_leaves
 
-    def __init__(self, Loss loss, str algorithm, str adaptive, double eta,
+    def __init__(self, *, Loss loss, str algorithm, str adaptive, double eta,
                  double theta, radius,
                  double[::1] coef, double[::1] momentum, double[::1] sum_sq_gradient,
                  double total_sq_gradient, int64_t t, double[:, ::1] score_stats,
@@ -624,30 +624,22 @@ def run_epoch(PairwiseAUCProblem problem,
             or longest > n_features):
         raise ValueError("The rows exceed the capacity the problem was built for.")
 
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* row_data
     cdef const index_t* row_indices
-    cdef Py_ssize_t s_pos, i, nnz, last_row = -1
+    cdef Py_ssize_t s, i, nnz, last_row = -1
     cdef int64_t k
     cdef double sw, label, score, d, gamma, rho
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
-    data_pointers(X_data, X_indices, &data, &indices)
-
     with nogil:
-        for s_pos in range(order.shape[0]):
-            i = order[s_pos]
-            if s_pos + 1 < order.shape[0]:
-                prefetch_row(data, indices, indptr, is_dense, n_features, order[s_pos + 1])
+        for s in range(rows.n_steps):
+            nnz = step_row(&rows, s, &i, &row_data, &row_indices)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
             label = y[i]
             k = problem.t + 1
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i,
-                          &row_data, &row_indices)
 
             score = gather_union(problem, row_data, row_indices, nnz, k)
             problem.measure_union()
