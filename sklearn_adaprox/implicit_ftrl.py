@@ -1,4 +1,5 @@
 """Generalized implicit FTRL (Chen & Orabona, ICML 2023): regressor and classifier."""
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -44,13 +45,43 @@ class _ImplicitFTRLMixin:
     # fitted values that the first call resolves from its data
     _resolved_params = ("beta_", "G_")
 
+    # Fitted state renamed in 0.1 so that no attribute reads as the fitted
+    # value of another estimator's parameter (``theta`` is the pairwise AUC
+    # learner's momentum, ``gamma`` RDA+'s step scale); the old names stay
+    # readable, with a FutureWarning, until 0.3.
+    _renamed_state = {
+        "theta_": "scaled_coef_",
+        "intercept_theta_": "scaled_intercept_",
+        "gamma_": "pending_gamma_",
+        "sq_norm_theta_": "sq_norm_scaled_coef_",
+    }
+
+    def __getattr__(self, name):
+        # called only when the normal lookup fails: the old names
+        new = type(self)._renamed_state.get(name)
+        if new is None or new not in self.__dict__:
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(
+            f"The attribute {name} was renamed {new} in version 0.1; the old "
+            "name will be removed in version 0.3.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.__dict__[new]
+
+    def __setstate__(self, state):
+        # a model pickled under the old names loads under the new ones
+        state = {self._renamed_state.get(key, key): value for key, value in state.items()}
+        super().__setstate__(state)
+
     def _make_loss(self):
         return make_loss(self.loss, epsilon=getattr(self, "epsilon", None))
 
-    # theta_ is updated in place by the kernel; coef_ = theta_ / lambda_ is
-    # computed when it is read (see the base class), so a call costs O(nnz).
+    # scaled_coef_ is updated in place by the kernel; coef_ = scaled_coef_ /
+    # lambda_ is computed when it is read (see the base class), so a call costs O(nnz).
     def _in_place_arrays(self):
-        return ("theta_",)
+        return ("scaled_coef_",)
 
     def _coef_is_computed(self):
         return True
@@ -62,31 +93,31 @@ class _ImplicitFTRLMixin:
         return theta * (inverse[0] if theta.ndim == 1 else inverse[:, None])
 
     def _compute_coef(self):
-        return self._weights(self.theta_)
+        return self._weights(self.scaled_coef_)
 
     def _compute_coef_at(self, columns):
-        return self._weights(self.theta_[..., columns])
+        return self._weights(self.scaled_coef_[..., columns])
 
     @property
     def coef_(self):
-        """Weights ``theta_ / lambda_`` (see the class doc)."""
-        if "theta_" not in self.__dict__:
+        """Weights ``scaled_coef_ / lambda_`` (see the class doc)."""
+        if "scaled_coef_" not in self.__dict__:
             raise AttributeError("coef_")
         return self._computed_coef()
 
     def _init_state(self, n_problems, n_features):
         is_regressor = isinstance(self, BaseOnlineLinearRegressor)
         shape = (n_features,) if is_regressor else (n_problems, n_features)
-        self.theta_ = np.zeros(shape, dtype=np.float64)
+        self.scaled_coef_ = np.zeros(shape, dtype=np.float64)
         self.intercept_ = np.zeros(n_problems, dtype=np.float64)
-        self.intercept_theta_ = np.zeros(n_problems, dtype=np.float64)
+        self.scaled_intercept_ = np.zeros(n_problems, dtype=np.float64)
         # lambda_ and G_ stay NaN until the first call with a non-zero weight
         # fixes G (see Notes), before the first step uses it.
         self.G_ = np.full(n_problems, np.nan)
         self.beta_ = np.full(n_problems, np.nan)
         self.lambda_ = np.full(n_problems, np.nan)
-        self.gamma_ = np.zeros(n_problems, dtype=np.float64)
-        self.sq_norm_theta_ = np.zeros(n_problems, dtype=np.float64)
+        self.pending_gamma_ = np.zeros(n_problems, dtype=np.float64)
+        self.sq_norm_scaled_coef_ = np.zeros(n_problems, dtype=np.float64)
         self.cumulative_loss_ = np.zeros(n_problems, dtype=np.float64)
         self.cumulative_weight_ = np.zeros(n_problems, dtype=np.float64)
         self.average_loss_ = np.nan
@@ -138,18 +169,18 @@ class _ImplicitFTRLMixin:
             self.beta_[k] = beta
             self.G_[k] = G
             self.lambda_[k] = lambda_1
-        theta = self.theta_ if self.theta_.ndim == 1 else self.theta_[k]
+        theta = self.scaled_coef_ if self.scaled_coef_.ndim == 1 else self.scaled_coef_[k]
         problem = ImplicitFTRLProblem(
             loss=self._make_loss(), update=self.update, beta=self.beta_[k],
             fit_intercept=bool(self.fit_intercept), theta=theta,
-            theta_intercept=self.intercept_theta_[k], lam=self.lambda_[k],
-            gamma=self.gamma_[k], sq_norm_theta=self.sq_norm_theta_[k], t=self.t_)
+            theta_intercept=self.scaled_intercept_[k], lam=self.lambda_[k],
+            gamma=self.pending_gamma_[k], sq_norm_theta=self.sq_norm_scaled_coef_[k], t=self.t_)
         sum_loss, sum_weight = run_epoch(problem, *rows, y, sample_weight, order)
-        self.intercept_theta_[k] = problem.theta_intercept
+        self.scaled_intercept_[k] = problem.theta_intercept
         self.intercept_[k] = problem.intercept
         self.lambda_[k] = problem.lam
-        self.gamma_[k] = problem.gamma
-        self.sq_norm_theta_[k] = problem.sq_norm_theta
+        self.pending_gamma_[k] = problem.gamma
+        self.sq_norm_scaled_coef_[k] = problem.sq_norm_theta
         self.cumulative_loss_[k] += sum_loss
         self.cumulative_weight_[k] += sum_weight
         return sum_loss, sum_weight
@@ -244,7 +275,7 @@ _DOC_PARAMS = """
 _DOC_PARAMS_TAIL = """    fit_intercept : bool, default=True
         Learn an intercept, as the weight of a constant-1 feature.  Like every
         other coordinate it is governed by the regulariser (which is the step
-        size here, not a penalty): ``intercept_ = intercept_theta_ / lambda_``.
+        size here, not a penalty): ``intercept_ = scaled_intercept_ / lambda_``.
     max_iter : int, default=1000
         Maximum number of passes over the data in ``fit``; ``partial_fit``
         makes one pass over its chunk.
@@ -266,21 +297,23 @@ _DOC_PARAMS_TAIL = """    fit_intercept : bool, default=True
 """
 
 _DOC_ATTRS = """
-    theta_ : ndarray, same shape as ``coef_``
-        FTRL's theta (minus the sum of the z_t); ``coef_ = theta_ / lambda_``.
-    intercept_theta_ : ndarray of shape (n_problems,)
-        theta of the intercept coordinate.
+    scaled_coef_ : ndarray, same shape as ``coef_``
+        FTRL's theta (minus the sum of the z_t), the weights times lambda:
+        ``coef_ = scaled_coef_ / lambda_``.  Named ``theta_`` before 0.1.
+    scaled_intercept_ : ndarray of shape (n_problems,)
+        theta of the intercept coordinate (``intercept_theta_`` before 0.1).
     lambda_ : ndarray of shape (n_problems,)
         The current lambda_{t+1}, the one the next sample is predicted with.
-    gamma_ : ndarray of shape (n_problems,)
+    pending_gamma_ : ndarray of shape (n_problems,)
         The last gamma_t, which enters lambda at the next step (two steps
-        behind).
+        behind); ``gamma_`` before 0.1.
     G_ : ndarray of shape (n_problems,)
         The gradient bound in use (``G``, or its estimate; NaN until fixed).
     beta_ : ndarray of shape (n_problems,)
         The beta in use (``beta``, or its "auto" value; NaN until fixed).
-    sq_norm_theta_ : ndarray of shape (n_problems,)
-        Running ||theta||^2 (intercept included).
+    sq_norm_scaled_coef_ : ndarray of shape (n_problems,)
+        Running ||theta||^2 (intercept included); ``sq_norm_theta_`` before
+        0.1.
     cumulative_loss_, cumulative_weight_ : ndarray of shape (n_problems,)
         Sum of ``h_t l_t(w_t)`` and of ``h_t`` over every step so far.
     average_loss_ : float

@@ -223,7 +223,7 @@ def _beta(est):
 class _ImplicitFTRLRule(_Rule):
     """Implicit FTRL: ``theta`` (with the intercept's) and the loss sums are
     sums; ``lambda`` is ``G / beta`` plus the sum of every ``gamma / beta**2``
-    so far, so ``lambda + gamma / beta**2`` (the pending ``gamma_`` folded
+    so far, so ``lambda + gamma / beta**2`` (the pending ``pending_gamma_`` folded
     in) is a sum too.  The merged model has no pending ``gamma``."""
 
     def sums(self, est):
@@ -233,9 +233,9 @@ class _ImplicitFTRLRule(_Rule):
         beta = _beta(est)
         with np.errstate(invalid="ignore"):
             lam_1 = np.where(np.isnan(G) | np.isnan(beta), 0.0, G / beta)
-            pending = np.where(np.isnan(beta), 0.0, est.gamma_ / beta**2)
+            pending = np.where(np.isnan(beta), 0.0, est.pending_gamma_ / beta**2)
         lam = np.where(np.isnan(est.lambda_), lam_1, est.lambda_)
-        return {"theta": np.array(est.theta_), "theta_b": np.array(est.intercept_theta_),
+        return {"theta": np.array(est.scaled_coef_), "theta_b": np.array(est.scaled_intercept_),
                 "L": lam + pending,
                 "loss": np.array(est.cumulative_loss_),
                 "weight": np.array(est.cumulative_weight_), "t": int(est.t_)}
@@ -244,8 +244,8 @@ class _ImplicitFTRLRule(_Rule):
         beta = _beta(est)
         with np.errstate(invalid="ignore"):
             lam_1 = np.where(np.isnan(est.G_) | np.isnan(beta), 0.0, est.G_ / beta)
-        return {"theta": np.zeros_like(est.theta_),
-                "theta_b": np.zeros_like(est.intercept_theta_),
+        return {"theta": np.zeros_like(est.scaled_coef_),
+                "theta_b": np.zeros_like(est.scaled_intercept_),
                 "L": lam_1, "loss": np.zeros_like(est.cumulative_loss_),
                 "weight": np.zeros_like(est.cumulative_weight_), "t": 0}
 
@@ -253,27 +253,27 @@ class _ImplicitFTRLRule(_Rule):
         return {"G_": np.array(est.G_), "beta_": np.array(est.beta_)}
 
     def storage(self, target):
-        return {"theta": target.theta_}
+        return {"theta": target.scaled_coef_}
 
     def write(self, target, sums, averages, latest):
         if "G_" in latest:  # a base that took no step has not fixed G, beta yet
             target.G_ = np.where(np.isnan(target.G_), latest["G_"], target.G_)
             target.beta_ = np.where(np.isnan(target.beta_), latest["beta_"], target.beta_)
-        target.theta_ = sums["theta"]
-        target.intercept_theta_ = sums["theta_b"]
+        target.scaled_coef_ = sums["theta"]
+        target.scaled_intercept_ = sums["theta_b"]
         fixed = ~np.isnan(target.G_)
         target.lambda_ = np.where(fixed, sums["L"], np.nan)
-        target.gamma_ = np.zeros_like(target.gamma_)
+        target.pending_gamma_ = np.zeros_like(target.pending_gamma_)
         target.cumulative_loss_ = sums["loss"]
         target.cumulative_weight_ = sums["weight"]
         target.t_ = int(sums["t"])
-        theta = target.theta_.reshape(target.lambda_.shape[0], -1)
+        theta = target.scaled_coef_.reshape(target.lambda_.shape[0], -1)
         sq = np.einsum("ij,ij->i", theta, theta)
         if target.fit_intercept:
-            sq = sq + target.intercept_theta_ ** 2
-        target.sq_norm_theta_ = sq
+            sq = sq + target.scaled_intercept_ ** 2
+        target.sq_norm_scaled_coef_ = sq
         lam = np.where(fixed, target.lambda_, 1.0)
-        target.intercept_ = target.intercept_theta_ / lam
+        target.intercept_ = target.scaled_intercept_ / lam
         target._update_average_loss()
 
 

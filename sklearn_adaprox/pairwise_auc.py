@@ -1,9 +1,9 @@
 """PairwiseAUCClassifier: online AUC maximisation (AOGD / OGD for pairwise learning)."""
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
 from ._base import BaseOnlineLinearClassifier
 from ._loss import make_pair_loss
@@ -106,8 +106,15 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         afresh.
     class_weight : dict, "balanced" or None, default=None
         Multiplies the sample weight of each row by the weight of its class.
-    n_jobs : int or None, default=None
-        Unused (one binary problem); kept for a uniform API.
+    n_jobs : "deprecated"
+        Unused: the learner solves one binary problem, so there is nothing to
+        run in parallel (the other classifiers' ``n_jobs`` runs their
+        one-vs-rest problems; a single problem's rows are sharded by
+        :class:`~sklearn_adaprox.distributed.ThreadShardedTrainer`).
+
+        .. deprecated:: 0.1
+           ``n_jobs`` has no effect and will be removed in 0.3; setting it
+           gives a FutureWarning.
     verbose : int, default=0
         Print one line per epoch / ``partial_fit`` call.
 
@@ -221,6 +228,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         "adaptive": [StrOptions({"norm", "coordinate"})],
         "eta": [Interval(Real, 0, None, closed="neither")],
         "theta": [Interval(Real, 0, 0.999, closed="both")],
+        "n_jobs": [Hidden(StrOptions({"deprecated"})), Integral, None],
         "radius": [Interval(Real, 0, None, closed="neither"), None],
         "average": ["boolean"],
     }
@@ -243,7 +251,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         random_state=None,
         warm_start=False,
         class_weight=None,
-        n_jobs=None,
+        n_jobs="deprecated",
         verbose=0,
     ):
         self.loss = loss
@@ -271,6 +279,14 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
                 "The loss 'logistic' was deprecated in version 0.1 and will be "
                 "removed in version 0.3. Use `loss='log_loss'`, which is "
                 "equivalent.",
+                FutureWarning,
+            )
+        if not (isinstance(self.n_jobs, str) and self.n_jobs == "deprecated"):
+            warnings.warn(
+                "n_jobs was deprecated in version 0.1 and will be removed in "
+                "version 0.3: PairwiseAUCClassifier solves one binary problem, "
+                "so it has no effect. Use ThreadShardedTrainer to train one "
+                "problem on several threads.",
                 FutureWarning,
             )
         out = super()._validate_input(X, y, sample_weight, classes, partial)

@@ -60,7 +60,7 @@ def _dask(X, y, k, sparse=False):
 def _state(est):
     """The fitted arrays that define the model (bitwise comparisons)."""
     names = ("accumulators_", "md_weights_", "intercept_", "intercept_sum_gradient_",
-             "theta_", "intercept_theta_", "lambda_", "G_", "iterate_", "momentum_",
+             "scaled_coef_", "scaled_intercept_", "lambda_", "G_", "iterate_", "momentum_",
              "sum_sq_gradient_", "score_stats_")
     return {n: np.asarray(est.__dict__[n]) for n in names if n in est.__dict__}
 
@@ -370,7 +370,7 @@ def test_warm_start_continues(client, data):
     whole = DaskShardedTrainer(est, max_iter=3, shuffle=False).fit(Xd, yd)
     part = DaskShardedTrainer(est, max_iter=2, shuffle=False).fit(Xd, yd)
     part.set_params(warm_start=True, max_iter=1).fit(Xd, yd)
-    assert_array_equal(part.estimator_.theta_, whole.estimator_.theta_)
+    assert_array_equal(part.estimator_.scaled_coef_, whole.estimator_.scaled_coef_)
     assert part.loss_curve_ == whole.loss_curve_ and len(part.loss_curve_) == 3
 
 

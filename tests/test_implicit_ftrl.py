@@ -92,12 +92,12 @@ def test_kernel_matches_numpy_transcription(problem, loss, update, fit_intercept
         assert_allclose(est.G_[0], G, rtol=1e-14)
         assert_allclose(_row(est.coef_), ref["coef"], rtol=1e-10, atol=1e-10)
         assert_allclose(est.intercept_[0], ref["intercept"], rtol=1e-10, atol=1e-10)
-        assert_allclose(_row(est.theta_), ref["theta"], rtol=1e-10, atol=1e-10)
-        assert_allclose(est.intercept_theta_[0], ref["theta_intercept"], rtol=1e-10,
+        assert_allclose(_row(est.scaled_coef_), ref["theta"], rtol=1e-10, atol=1e-10)
+        assert_allclose(est.scaled_intercept_[0], ref["theta_intercept"], rtol=1e-10,
                         atol=1e-10)
         assert_allclose(est.lambda_[0], ref["lam"], rtol=1e-10)
-        assert_allclose(est.gamma_[0], ref["gamma"], rtol=1e-8, atol=1e-10)
-        assert_allclose(est.sq_norm_theta_[0],
+        assert_allclose(est.pending_gamma_[0], ref["gamma"], rtol=1e-8, atol=1e-10)
+        assert_allclose(est.sq_norm_scaled_coef_[0],
                         ref["theta"] @ ref["theta"] + ref["theta_intercept"] ** 2,
                         rtol=1e-10)
         assert est.t_ == ref["t"]
@@ -466,8 +466,8 @@ def test_lambda_stays_above_the_curvature_of_every_row(problem, update):
                                                     weights=sample_weight)
 
 
-_MODEL = ("coef_", "intercept_", "theta_", "intercept_theta_", "lambda_",
-          "gamma_", "G_", "sq_norm_theta_", "t_")
+_MODEL = ("coef_", "intercept_", "scaled_coef_", "scaled_intercept_", "lambda_",
+          "pending_gamma_", "G_", "sq_norm_scaled_coef_", "t_")
 
 
 def _assert_same_model(a, b):
@@ -583,7 +583,7 @@ def test_divergent_squared_error_raises_and_leaves_the_model_as_it_was(update):
 def test_an_infinite_lambda_is_not_published(problem):
     """G_ and lambda_ are exempt from the shared finite-state check while G
     is not fixed (NaN); once it is, an infinite lambda_ (which would make
-    coef_ = theta_ / lambda_ all zero, hence finite) is refused too."""
+    coef_ = scaled_coef_ / lambda_ all zero, hence finite) is refused too."""
     X, _, target, _ = problem
     reg = _estimator("squared_error", update="linear")
     reg.partial_fit(X[:10], target[:10], sample_weight=np.zeros(10))
@@ -600,3 +600,30 @@ def test_lambda_1_out_of_range_is_a_clear_error(problem):
     with pytest.raises(ValueError, match="lambda_1 = G / beta"):
         reg.fit(X, target)
     assert not hasattr(reg, "coef_")
+
+
+@pytest.mark.parametrize("Est", [ImplicitFTRLRegressor, ImplicitFTRLClassifier])
+def test_renamed_state_old_names_warn_and_old_pickles_load(Est):
+    """The state attributes renamed in 0.1 (theta_ -> scaled_coef_, ...) are
+    still readable under their old names, with a FutureWarning, and a model
+    pickled under the old names loads, predicts and resumes like the new one."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 5)
+    y = X @ rng.randn(5) if Est is ImplicitFTRLRegressor else (X[:, 0] > 0).astype(int)
+    est = Est(random_state=0, max_iter=3, tol=None).fit(X, y)
+    for old, new in Est._renamed_state.items():
+        with pytest.warns(FutureWarning, match=f"{old} was renamed {new}"):
+            assert getattr(est, old) is getattr(est, new)
+    with pytest.raises(AttributeError, match="no_such_"):
+        est.no_such_
+    # an old pickle: the same state under the old names
+    old_name = {new: old for old, new in Est._renamed_state.items()}
+    old_state = {old_name.get(k, k): v for k, v in est.__getstate__().items()}
+    assert "theta_" in old_state and "scaled_coef_" not in old_state
+    loaded = Est.__new__(Est)
+    loaded.__setstate__(pickle.loads(pickle.dumps(old_state)))
+    assert_array_equal(loaded.predict(X), est.predict(X))
+    loaded.partial_fit(X[:10], y[:10])
+    est.partial_fit(X[:10], y[:10])
+    assert_array_equal(loaded.coef_, est.coef_)
+    assert_array_equal(loaded.scaled_coef_, est.scaled_coef_)

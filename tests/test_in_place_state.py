@@ -154,8 +154,8 @@ def test_implicit_ftrl_one_row_calls_and_column_scores(est):
         else est.predict(X[3:])
     assert_array_equal(scores, expected)
     # times the reciprocal, as the kernel reads a weight
-    np.testing.assert_allclose(est.coef_, est.theta_ / est.lambda_[:, None]
-                               if est.theta_.ndim == 2 else est.theta_ / est.lambda_[0],
+    np.testing.assert_allclose(est.coef_, est.scaled_coef_ / est.lambda_[:, None]
+                               if est.scaled_coef_.ndim == 2 else est.scaled_coef_ / est.lambda_[0],
                                rtol=1e-15)
 
 

@@ -122,12 +122,12 @@ def test_implicit_ftrl_merge_matches_transcription(data, update, kind):
         base = merge(models, base=base)
         coef = np.ravel(base.coef_)
         assert base.t_ == state["t"]
-        assert_allclose(np.ravel(base.theta_), state["theta"][:-1], rtol=1e-10, atol=1e-10)
+        assert_allclose(np.ravel(base.scaled_coef_), state["theta"][:-1], rtol=1e-10, atol=1e-10)
         assert_allclose(base.lambda_[0], state["lam"], rtol=1e-12)
         assert_allclose(coef, state["theta"][:-1] / state["lam"], rtol=1e-10, atol=1e-10)
         assert_allclose(base.intercept_[0], state["theta"][-1] / state["lam"],
                         rtol=1e-10, atol=1e-10)
-        assert_allclose(base.sq_norm_theta_[0], state["theta"] @ state["theta"],
+        assert_allclose(base.sq_norm_scaled_coef_[0], state["theta"] @ state["theta"],
                         rtol=1e-12)
 
 
@@ -312,7 +312,7 @@ def test_threads_one_shard_is_the_in_memory_fit(data):
     est = ImplicitFTRLClassifier()  # G resolved from the data, pinned, restored
     trainer = ThreadShardedTrainer(est, n_shards=1, max_iter=3, shuffle=False).fit(X, y)
     memory = clone(est).set_params(shuffle=False, tol=None, max_iter=3).fit(X, y)
-    assert_array_equal(trainer.estimator_.theta_, memory.theta_)
+    assert_array_equal(trainer.estimator_.scaled_coef_, memory.scaled_coef_)
     assert_array_equal(trainer.estimator_.lambda_, memory.lambda_)
     assert_array_equal(trainer.estimator_.G_, memory.G_)
     assert trainer.estimator_.G is None
@@ -363,7 +363,7 @@ def test_threads_warm_start_continues(data):
     whole = ThreadShardedTrainer(est, n_shards=3, max_iter=3, shuffle=False).fit(X, y)
     part = ThreadShardedTrainer(est, n_shards=3, max_iter=2, shuffle=False).fit(X, y)
     part.set_params(warm_start=True, max_iter=1).fit(X, y)
-    assert_array_equal(part.estimator_.theta_, whole.estimator_.theta_)
+    assert_array_equal(part.estimator_.scaled_coef_, whole.estimator_.scaled_coef_)
     assert part.loss_curve_ == whole.loss_curve_
     assert part.estimator_.G is None
 
@@ -551,7 +551,7 @@ def test_one_vs_rest_models_merge_problem_by_problem(est):
     base = clone(est).partial_fit(X[:30], y[:30], classes=[0, 1, 2])
     models = [copy.deepcopy(base).partial_fit(X[i::3], y[i::3]) for i in range(3)]
     merged = merge(models, base=base)
-    name = "sum_gradient_" if isinstance(est, AdaGradClassifier) else "theta_"
+    name = "sum_gradient_" if isinstance(est, AdaGradClassifier) else "scaled_coef_"
     expected = getattr(base, name) + sum(getattr(m, name) - getattr(base, name)
                                          for m in models)
     assert_allclose(getattr(merged, name), expected, rtol=1e-12, atol=1e-12)

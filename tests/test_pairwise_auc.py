@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
-from sklearn.datasets import load_digits
+from sklearn.datasets import load_digits, make_classification
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV, train_test_split
@@ -332,3 +332,16 @@ def test_deprecated_logistic_spelling_fits_the_log_loss_model(stream, average):
         assert_array_equal(getattr(old, name), getattr(new, name))
     assert old.loss_curve_ == new.loss_curve_
     assert old.t_ == new.t_
+
+
+def test_n_jobs_is_deprecated():
+    """n_jobs has nothing to parallelise on one binary problem: setting it
+    warns (deprecated in 0.1, removed in 0.3) and changes nothing."""
+    X, y = make_classification(n_samples=80, n_features=5, random_state=0)
+    default = PairwiseAUCClassifier(random_state=0, max_iter=2, tol=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        default.fit(X, y)
+    with pytest.warns(FutureWarning, match="n_jobs was deprecated"):
+        given = PairwiseAUCClassifier(random_state=0, max_iter=2, tol=None, n_jobs=2).fit(X, y)
+    assert_array_equal(given.coef_, default.coef_)
