@@ -38,11 +38,12 @@ import threading
 import time
 import warnings
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import effective_n_jobs
 from scipy.special import expit
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
@@ -107,7 +108,8 @@ def feature_columns(array, columns):
 def take_columns(array, columns):
     """``array[feature_columns(array, columns)]`` (a copy), for an index
     array of columns: ``np.take`` copies a column's entries as one block,
-    several times faster than fancy indexing on a wide state."""
+    faster than fancy indexing on a wide state
+    (``benchmarks/bench_design_choices.py``, table ``take_columns``)."""
     if isinstance(columns, slice):
         return array[feature_columns(array, columns)]
     return np.take(array, columns, axis=0 if array.ndim == 1 else 1)
@@ -221,16 +223,32 @@ def pass_order(n_samples, rng, shuffle):
     return np.arange(n_samples, dtype=np.int64)
 
 
-def map_problems(solve, n_problems, n_jobs):
-    """``[solve(k) for k in range(n_problems)]``, on ``n_jobs`` threads when
-    there are several problems (the kernels release the GIL).  A single
-    problem is called directly: a joblib pool costs ~0.15 ms per call, as
-    much as a whole pass over a few hundred rows."""
-    if n_problems == 1:
-        return [solve(0)]
-    return Parallel(n_jobs=n_jobs, prefer="threads", require="sharedmem")(
-        delayed(solve)(k) for k in range(n_problems)
-    )
+@contextlib.contextmanager
+def problem_threads(n_problems, n_jobs):
+    """The threads that run the ``n_problems`` binary problems of one call
+    (the kernels release the GIL): a thread pool of ``n_jobs`` threads
+    (joblib's meaning, ``parallel_config`` included) for several problems,
+    None when they run one after another in this thread.
+
+    A plain pool, kept for the whole call: joblib's ``Parallel`` collects
+    its results at fixed polling intervals, which on a small pass or a
+    ``partial_fit`` chunk cost more than the work itself
+    (``benchmarks/bench_design_choices.py``, table ``problem_call``).
+    """
+    n_threads = min(effective_n_jobs(n_jobs), n_problems) if n_problems > 1 else 1
+    if n_threads <= 1:
+        yield None
+        return
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        yield pool
+
+
+def map_problems(solve, n_problems, threads):
+    """``[solve(k) for k in range(n_problems)]``, on the pool ``threads`` of
+    ``problem_threads`` (None: in this thread)."""
+    if threads is None:
+        return [solve(k) for k in range(n_problems)]
+    return list(threads.map(solve, range(n_problems)))
 
 
 class BaseOnlineLinearModel(BaseEstimator):
@@ -469,53 +487,54 @@ class BaseOnlineLinearModel(BaseEstimator):
         best_loss, n_no_improvement = np.inf, 0
         self.n_iter_ = 0
         start = time.perf_counter()
-        for epoch in range(max_iter):
-            order = pass_order(n_samples, rng, self.shuffle and not partial)
-            results = map_problems(
-                lambda k: self._run_epoch(k, rows, targets[k], sample_weight, order),
-                n_problems, n_jobs,
-            )
-            self.t_ += n_steps
-            self.n_iter_ += 1
-            self._state_version = new_state_version()
-            self._check_finite_state(
-                "this partial_fit call" if partial else f"epoch {self.n_iter_}")
-            total_weight = results[0][1]
-            epoch_loss = (
-                sum(r[0] for r in results) / total_weight if total_weight > 0 else np.nan
-            )
-            self.loss_curve_.append(epoch_loss)
-            if self.verbose:
-                print(
-                    f"-- {'chunk' if partial else 'epoch'} {len(self.loss_curve_)}: "
-                    f"samples seen {self.t_}, progressive loss {epoch_loss:.6g}, "
-                    f"non-zero weights {np.count_nonzero(self.coef_)}/"
-                    f"{self.coef_.size}, elapsed {time.perf_counter() - start:.3f} s"
+        with problem_threads(n_problems, n_jobs) as pool:
+            for epoch in range(max_iter):
+                order = pass_order(n_samples, rng, self.shuffle and not partial)
+                results = map_problems(
+                    lambda k: self._run_epoch(k, rows, targets[k], sample_weight, order),
+                    n_problems, pool,
                 )
-            if partial or self.tol is None or total_weight == 0:
-                continue
-            # tol applies to the loss per binary problem (the curve sums
-            # them): one-vs-rest over K classes then stops as each of its
-            # problems alone would, as scikit-learn's one-vs-rest SGD does,
-            # instead of waiting until the sum of K losses moves less than
-            # tol.  A NaN loss (nothing to measure, e.g. no pair of opposite
-            # labels) counts as no improvement.
-            problem_loss = epoch_loss / n_problems
-            if not problem_loss <= best_loss - self.tol:
-                n_no_improvement += 1
+                self.t_ += n_steps
+                self.n_iter_ += 1
+                self._state_version = new_state_version()
+                self._check_finite_state(
+                    "this partial_fit call" if partial else f"epoch {self.n_iter_}")
+                total_weight = results[0][1]
+                epoch_loss = (
+                    sum(r[0] for r in results) / total_weight if total_weight > 0 else np.nan
+                )
+                self.loss_curve_.append(epoch_loss)
+                if self.verbose:
+                    print(
+                        f"-- {'chunk' if partial else 'epoch'} {len(self.loss_curve_)}: "
+                        f"samples seen {self.t_}, progressive loss {epoch_loss:.6g}, "
+                        f"non-zero weights {np.count_nonzero(self.coef_)}/"
+                        f"{self.coef_.size}, elapsed {time.perf_counter() - start:.3f} s"
+                    )
+                if partial or self.tol is None or total_weight == 0:
+                    continue
+                # tol applies to the loss per binary problem (the curve sums
+                # them): one-vs-rest over K classes then stops as each of its
+                # problems alone would, as scikit-learn's one-vs-rest SGD does,
+                # instead of waiting until the sum of K losses moves less than
+                # tol.  A NaN loss (nothing to measure, e.g. no pair of opposite
+                # labels) counts as no improvement.
+                problem_loss = epoch_loss / n_problems
+                if not problem_loss <= best_loss - self.tol:
+                    n_no_improvement += 1
+                else:
+                    n_no_improvement = 0
+                best_loss = min(best_loss, problem_loss)
+                if n_no_improvement >= self.n_iter_no_change:
+                    break
             else:
-                n_no_improvement = 0
-            best_loss = min(best_loss, problem_loss)
-            if n_no_improvement >= self.n_iter_no_change:
-                break
-        else:
-            if not partial and self.tol is not None and max_iter > 1:
-                warnings.warn(
-                    f"Maximum number of iterations {max_iter} reached before "
-                    "the progressive loss stopped improving; consider increasing "
-                    "max_iter.",
-                    ConvergenceWarning,
-                )
+                if not partial and self.tol is not None and max_iter > 1:
+                    warnings.warn(
+                        f"Maximum number of iterations {max_iter} reached before "
+                        "the progressive loss stopped improving; consider increasing "
+                        "max_iter.",
+                        ConvergenceWarning,
+                    )
         return self
 
     def __sklearn_tags__(self):

@@ -53,8 +53,9 @@ def shuffled_order(Py_ssize_t n, uint64_t seed):
     """A uniformly random permutation of ``0 .. n-1`` (int64), the row order
     of one shuffled pass; the same seed gives the same order.
 
-    Fisher-Yates on SplitMix64 draws: 0.075 ms for 40k rows against 0.42 ms
-    for ``RandomState.permutation``, a tenth of a one-pass fit on w8a.
+    Fisher-Yates on SplitMix64 draws, several times quicker than
+    ``RandomState.permutation``, which every epoch of ``fit`` would pay for
+    (``benchmarks/bench_design_choices.py``, table ``row_order``).
     """
     if n >= 2**32:  # beyond the 32-bit draws: NumPy's (slower) shuffle
         return np.random.RandomState(seed % 2**32).permutation(n).astype(np.int64)
@@ -196,8 +197,8 @@ def _scan_indices(const index_t[::1] indices, const index_t[::1] indptr,
     if nnz == 0:
         return 0, 0
     with nogil:
-        # Counted in 32-bit lanes, block by block: widening every comparison
-        # to a 64-bit count made the loop five times slower.
+        # Counted in 32-bit lanes, block by block: a 64-bit count widens
+        # every comparison and halves the lanes of the vectorised loop.
         for start in range(1, nnz, 1 << 24):
             stop = min(start + (1 << 24), nnz)
             block_outside = 0

@@ -273,8 +273,8 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     l1/l2 with unequal ``H`` has no closed form for repeated steps, so its
     idle steps are replayed when the row is next read, stopping once it
     reaches zero.  On sparse data that costs up to the number of idle steps
-    per touched row (20 newsgroups: a pass takes ~45 s against 0.8 s for
-    dual averaging): use dual averaging there.  ``"linf"`` and ``l1_ball``
+    per touched row, tens of times a dual-averaging pass on text: use dual
+    averaging there.  ``"linf"`` and ``l1_ball``
     cost O(n_features log n_features) per sample, ``matrix="full"``
     O(n_features^3).
 

@@ -16,7 +16,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import BaseOnlineLinearClassifier, map_problems, pass_order
+from ._base import BaseOnlineLinearClassifier, map_problems, pass_order, problem_threads
 from ._dataset import as_row_arrays
 from ._l1_logistic import Surrogate, local_phase, single_threaded_blas, violation_scale
 from ._loss import Log
@@ -727,13 +727,13 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         # limit is process-wide, so it is set once around all the threads (set
         # inside each, one thread's exit would lift it under the others and
         # make their results depend on timing).
-        with single_threaded_blas():
+        with single_threaded_blas(), problem_threads(n_problems, self.n_jobs) as threads:
             solved = map_problems(
                 lambda k: self._solve_problem(
                     k, rows, X, y_pm[k], sample_weight, n_steps, seed, partial,
                     clock, offset,
                 ),
-                n_problems, self.n_jobs,
+                n_problems, threads,
             )
         results = [epochs for epochs, _ in solved]
         stops = [stop for _, stop in solved]

@@ -194,6 +194,13 @@ BENCHMARKS = {
         "2-worker `LocalCluster` and dask-ml's `Incremental`; then accuracy per "
         "pass against the number of shards for both merges, and the bytes a "
         "round sends."),
+    "bench_design_choices": (
+        "The measurements behind design choices of the engine",
+        "Choices that exist because they were measured to pay off, and that "
+        "the code's comments refer to: the row order of a shuffled pass, a "
+        "plain thread pool rather than joblib's for the one-vs-rest problems, "
+        "`np.take` for a chunk's columns, and the widest full-matrix AdaGrad "
+        "model."),
     "bench_input_checks": (
         "Cost of the input checks and of partial_fit per call",
         "The validation that every `fit` runs, against a one-pass fit, and "
