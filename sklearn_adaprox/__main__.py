@@ -38,13 +38,13 @@ LEARNERS = [
         partial(AdaGradClassifier, update="mirror_descent", random_state=0),
     ),
     (
-        "AdaGrad FTRL log_loss l1 alpha=100",
+        "AdaGrad FTRL log_loss l1 alpha=1e-4",
         partial(
             AdaGradClassifier,
             update="ftrl_proximal",
             loss="log_loss",
             penalty="l1",
-            alpha=100.0,
+            alpha=1e-4,
             random_state=0,
         ),
     ),

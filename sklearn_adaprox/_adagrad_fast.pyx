@@ -149,11 +149,16 @@ cdef inline double da_weight(double u, double root, double t, Hyper h) noexcept 
     return -copysign(h.eta * excess / (h.delta + root + h.eta * h.l2 * t), u)
 
 
-cdef inline double ftrl_weight(double z, double root, Hyper h) noexcept nogil:
-    """FTRL-Proximal weight; exactly zero while |z| <= l1."""
-    if fabs(z) <= h.l1:
+cdef inline double ftrl_weight(double z, double root, double t, Hyper h) noexcept nogil:
+    """FTRL-Proximal weight after t steps; exactly zero while |z| <= l1 t.
+
+    The penalty of every step so far counts once (``t * alpha * penalty``,
+    the average-loss strength ``alpha`` of the other updates), as in
+    McMahan's (2011) composite-objective FTRL-Proximal."""
+    cdef double threshold = h.l1 * t
+    if fabs(z) <= threshold:
         return 0.0
-    return -(z - copysign(h.l1, z)) / ((h.delta + root) / h.eta + h.l2)
+    return -(z - copysign(threshold, z)) / ((h.delta + root) / h.eta + h.l2 * t)
 
 
 cdef inline double ftrl_z_step(double g, double root, double new_root, double w,
@@ -273,7 +278,7 @@ cdef class AdaGradProblem:
             return da_weight(self.acc[j, 0], da_root(self.acc[j, 1], t, h), t, h)
         if h.update == MIRROR_DESCENT:
             return md_idle_steps(self.w[j], self.acc[j, 1], self.t - self.last_step[j], h)
-        return ftrl_weight(self.acc[j, 0], self.acc[j, 1], h)
+        return ftrl_weight(self.acc[j, 0], self.acc[j, 1], t, h)
 
     def coef_into(self, double[::1] out not None):
         """Every weight of step t into ``out`` (O(n_features))."""
@@ -417,7 +422,8 @@ cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz
 
 
 cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                               double* row_w, const double* acc, Hyper h) noexcept nogil:
+                               double* row_w, const double* acc, double t,
+                               Hyper h) noexcept nogil:
     # FTRL-Proximal: weights are closed forms of (z, root); the row's are kept
     # in ``row_w`` (entry k of the row) because the update needs them.
     cdef Py_ssize_t k, j
@@ -426,7 +432,7 @@ cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t
         if x[k] == 0.0:
             continue
         j = idx[k]
-        row_w[k] = ftrl_weight(acc[2 * j], acc[2 * j + 1], h)
+        row_w[k] = ftrl_weight(acc[2 * j], acc[2 * j + 1], t, h)
         p += row_w[k] * x[k]
     return p
 
@@ -508,7 +514,7 @@ def run_epoch(AdaGradProblem problem,
             elif h.update == MIRROR_DESCENT:
                 p = b + md_margin(x, idx, nnz, w, acc, last, t, h)
             else:
-                p = b + ftrl_margin(x, idx, nnz, row_w, acc, h)
+                p = b + ftrl_margin(x, idx, nnz, row_w, acc, <double> t, h)
             sum_loss += sw * loss.loss(yi, p)
             sum_weight += sw
 
@@ -856,7 +862,7 @@ cdef class MultinomialProblem:
             return
         if h.update == FTRL_PROXIMAL:
             for k in range(K):
-                w[k] = ftrl_weight(acc[2 * k], acc[2 * k + 1], h)
+                w[k] = ftrl_weight(acc[2 * k], acc[2 * k + 1], <double> self.t, h)
             return
         # dual averaging
         if self.penalty == ELEMENTWISE:

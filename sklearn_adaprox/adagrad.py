@@ -116,10 +116,16 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         averaging's exact threshold ``alpha * t`` keeps far fewer features
         than SGD's truncated steps, and at 1e-4 the features of rare classes
         vanish.
-        For ``"dual_averaging"`` and ``"mirror_descent"`` it weighs the
-        penalty against the *average* loss, so the dual-averaging threshold
-        grows as ``alpha * t``.  For ``"ftrl_proximal"`` it is McMahan's
-        constant per-coordinate strength (not multiplied by ``t``).
+        It weighs the penalty against the *average* loss under every
+        ``update``, so the dual-averaging and FTRL-Proximal thresholds grow
+        as ``alpha * t``.
+
+        .. versionchanged:: 0.1
+           Under ``"ftrl_proximal"`` ``alpha`` was McMahan et al.'s constant
+           per-coordinate strength (charged once, against the sum of the
+           losses); it now has the meaning it has under the other updates.
+           McMahan's constant ``lambda_1`` after ``N`` samples is
+           ``alpha = lambda_1 / N``.
     l1_ratio : float in [0, 1], default=0.15
         Elastic-net mixing; only used with ``penalty="elasticnet"``.
     eta : float, default=1.0
@@ -256,7 +262,10 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     ``update="ftrl_proximal"`` with ``eta=alpha_M``, ``delta=beta_M`` and
     ``penalty="elasticnet", alpha=lambda_1 + lambda_2,
     l1_ratio=lambda_1 / (lambda_1 + lambda_2)`` (``"l1"``/``"l2"`` when one of
-    them is zero); ``w_i`` is exactly 0 while ``|z_i| <= lambda_1``.  It is
+    them is zero), with the penalty of every step counted, as for the other
+    updates: after ``t`` steps the strengths are ``lambda_1 t`` and
+    ``lambda_2 t`` (McMahan's 2011 composite-objective form), and ``w_i`` is
+    exactly 0 while ``|z_i| <= lambda_1 t``.  It is
     *not* the dual-averaging update: dual averaging centres its quadratic at
     the origin, FTRL-Proximal at the past iterates (so without penalty it
     coincides with ``"mirror_descent"``, not with ``"dual_averaging"``), and

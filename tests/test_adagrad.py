@@ -71,9 +71,8 @@ def test_kernel_matches_numpy_transcription(
     if not weighted:
         sample_weight = np.ones_like(sample_weight)
     delta = 0.0 if update == "mirror_descent" else 0.1
-    # strengths at which l1 zeroes some but not all weights; FTRL-Proximal's
-    # penalty is not multiplied by t, so it needs a larger one
-    alpha = {"dual_averaging": 0.05, "mirror_descent": 0.2, "ftrl_proximal": 8.0}
+    # strengths at which l1 zeroes some but not all weights
+    alpha = {"dual_averaging": 0.05, "mirror_descent": 0.2, "ftrl_proximal": 0.05}
     clf = _kernel_vs_reference(
         X, y, sample_weight, fit_intercept, alpha=alpha[update],
         loss=loss, update=update, penalty=penalty, delta=delta,
@@ -128,19 +127,25 @@ def test_multiclass_is_one_vs_rest_of_the_binary_kernel(small_sparse_problem):
         assert_allclose(clf.intercept_[k], b, rtol=0, atol=1e-10)
 
 
-def test_ftrl_proximal_is_mcmahan_algorithm_1():
+@pytest.mark.parametrize("penalised", [False, True])
+def test_ftrl_proximal_is_mcmahan_algorithm_1(penalised):
     """update='ftrl_proximal' reproduces McMahan et al. (2013), Algorithm 1,
-    under the documented mapping, including its exact zeros."""
+    under the documented mapping, including its exact zeros.  ``alpha`` is
+    the average-loss strength of every update, so the penalty of each step
+    counts once: the strengths before step t are ``lambda * t`` (McMahan
+    2011's composite form), and without a penalty the two coincide."""
     X, y = make_sparse_zipf(400, 60, 8, random_state=1)
     X = X.toarray()
-    alpha_m, beta_m, lambda1, lambda2 = 0.3, 1.0, 0.5, 0.2
+    alpha_m, beta_m = 0.3, 1.0
+    lambda1, lambda2 = (0.5 / 400, 0.2 / 400) if penalised else (0.0, 0.0)
     w, z, n = ftrl_proximal_mcmahan(
-        X, y, alpha=alpha_m, beta=beta_m, lambda1=lambda1, lambda2=lambda2
+        X, y, alpha=alpha_m, beta=beta_m, lambda1=lambda1, lambda2=lambda2,
+        per_round=True,
     )
+    penalty = dict(penalty="elasticnet", alpha=lambda1 + lambda2,
+                   l1_ratio=lambda1 / (lambda1 + lambda2)) if penalised else dict(penalty=None)
     clf = AdaGradClassifier(
-        loss="log_loss", update="ftrl_proximal", eta=alpha_m, delta=beta_m,
-        penalty="elasticnet", alpha=lambda1 + lambda2,
-        l1_ratio=lambda1 / (lambda1 + lambda2),
+        loss="log_loss", update="ftrl_proximal", eta=alpha_m, delta=beta_m, **penalty,
         fit_intercept=False, max_iter=1, tol=None, shuffle=False,
     )
     for X_in in (X, sp.csr_matrix(X)):
@@ -148,9 +153,13 @@ def test_ftrl_proximal_is_mcmahan_algorithm_1():
         assert_allclose(clf.coef_[0], w, rtol=0, atol=1e-12)
         assert_allclose(clf.sum_gradient_[0], z, rtol=0, atol=1e-12)
         assert_allclose(clf.sum_sq_gradient_[0], n, rtol=0, atol=1e-12)
-        # exact zeros exactly where |z_i| <= lambda1
-        assert_array_equal(clf.coef_[0] == 0.0, np.abs(z) <= lambda1)
-    assert 0 < np.count_nonzero(w) < w.size
+        # exact zeros exactly where |z_i| <= lambda1 t
+        assert_array_equal(clf.coef_[0] == 0.0, np.abs(z) <= lambda1 * X.shape[0])
+    if penalised:
+        assert 0 < np.count_nonzero(w) < w.size
+    else:  # without a penalty it is Algorithm 1 as published
+        assert_array_equal(w, ftrl_proximal_mcmahan(X, y, alpha=alpha_m, beta=beta_m,
+                                                    lambda1=0.0, lambda2=0.0)[0])
 
 
 def test_dual_averaging_is_not_ftrl_proximal():
@@ -166,7 +175,7 @@ def test_dual_averaging_is_not_ftrl_proximal():
     assert np.abs(ftrl.coef_ - da.coef_).max() > 1e-3
 
 
-@pytest.mark.parametrize("update", UPDATES[:2])
+@pytest.mark.parametrize("update", UPDATES)
 @pytest.mark.parametrize("penalty", PENALTIES)
 def test_scaling_all_sample_weights_equals_dividing_alpha_and_delta(update, penalty):
     X, y, _, _ = load_a9a()
@@ -185,7 +194,7 @@ def test_scaling_all_sample_weights_equals_dividing_alpha_and_delta(update, pena
     [
         ("dual_averaging", (1e-6, 1e-4, 1e-3, 1e-2)),
         ("mirror_descent", (1e-6, 1e-3, 1e-2, 1e-1)),
-        ("ftrl_proximal", (1e-2, 1.0, 10.0, 30.0)),  # not multiplied by t
+        ("ftrl_proximal", (1e-6, 1e-4, 1e-3, 1e-2)),
     ],
 )
 def test_l1_gives_exact_zeros_that_grow_with_alpha(update, alphas):

@@ -29,11 +29,13 @@ def proximal_root(sum_sq, t, adaptive):
     return np.sqrt(sum_sq) if adaptive else np.sqrt(t) + 0.0 * sum_sq
 
 
-def ftrl_proximal_weights(z, H, *, eta, l1, l2):
-    """McMahan et al.: 0 while |z| <= l1, else -(z - sign(z) l1) / (H / eta + l2)."""
+def ftrl_proximal_weights(z, H, t, *, eta, l1, l2):
+    """McMahan's FTRL-Proximal weights after t steps, with the penalty of
+    every step counted (strengths l1 t and l2 t): 0 while |z| <= l1 t, else
+    -(z - sign(z) l1 t) / (H / eta + l2 t)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        wf = -(z - np.sign(z) * l1) / (H / eta + l2)
-    return np.where(np.abs(z) <= l1, 0.0, wf)
+        wf = -(z - np.sign(z) * l1 * t) / (H / eta + l2 * t)
+    return np.where(np.abs(z) <= l1 * t, 0.0, wf)
 
 
 def adagrad_reference(
@@ -60,7 +62,7 @@ def adagrad_reference(
         return dual_averaging_weights(u, H, t, eta=eta, l1=l1, l2=l2)
 
     def ftrl_weights():
-        return ftrl_proximal_weights(u, delta + np.sqrt(ssq), eta=eta, l1=l1, l2=l2)
+        return ftrl_proximal_weights(u, delta + np.sqrt(ssq), t, eta=eta, l1=l1, l2=l2)
 
     for i in range(n):
         if sample_weight[i] == 0:
@@ -111,20 +113,30 @@ def adagrad_reference(
     return w, b, u, ssq, b_u, b_ssq, t, sum_loss
 
 
-def ftrl_proximal_mcmahan(X, y, *, alpha, beta, lambda1, lambda2):
+def ftrl_proximal_mcmahan(X, y, *, alpha, beta, lambda1, lambda2, per_round=False):
     """McMahan et al. (2013), Algorithm 1, per-coordinate FTRL-Proximal with
-    logistic loss, no intercept, transcribed as published (y in {0, 1})."""
+    logistic loss, no intercept, transcribed as published (y in {0, 1}).
+
+    ``per_round=True``: the regulariser of every round so far counts once,
+    as in McMahan (2011)'s composite-objective FTRL-Proximal: before round
+    t (t rows seen) the strengths are ``lambda1 * t`` and ``lambda2 * t``."""
     n, d = X.shape
     z, nsum = np.zeros(d), np.zeros(d)
+
+    def strengths(t):
+        scale = t if per_round else 1
+        return lambda1 * scale, lambda2 * scale
+
     for t in range(n):
         x = X[t]
         w = np.zeros(d)
+        l1, l2 = strengths(t)
         for i in np.flatnonzero(x):
-            if abs(z[i]) <= lambda1:
+            if abs(z[i]) <= l1:
                 w[i] = 0.0
             else:
-                w[i] = -(z[i] - np.sign(z[i]) * lambda1) / (
-                    (beta + np.sqrt(nsum[i])) / alpha + lambda2
+                w[i] = -(z[i] - np.sign(z[i]) * l1) / (
+                    (beta + np.sqrt(nsum[i])) / alpha + l2
                 )
         p = expit(x @ w)
         for i in np.flatnonzero(x):
@@ -132,9 +144,10 @@ def ftrl_proximal_mcmahan(X, y, *, alpha, beta, lambda1, lambda2):
             sigma = (np.sqrt(nsum[i] + g * g) - np.sqrt(nsum[i])) / alpha
             z[i] += g - sigma * w[i]
             nsum[i] += g * g
+    l1, l2 = strengths(n)
     w = np.where(
-        np.abs(z) <= lambda1,
+        np.abs(z) <= l1,
         0.0,
-        -(z - np.sign(z) * lambda1) / ((beta + np.sqrt(nsum)) / alpha + lambda2),
+        -(z - np.sign(z) * l1) / ((beta + np.sqrt(nsum)) / alpha + l2),
     )
     return w, z, nsum

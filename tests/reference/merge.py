@@ -56,7 +56,8 @@ def adagrad_weights(s, *, update, eta, delta, l1, l2, adaptive=True):
         b = 0.0 if s["b_u"] == 0 else -eta * s["b_u"] / (delta + root_b)
         return w, b
     if update == "ftrl_proximal":
-        w = ftrl_proximal_weights(s["u"], delta + np.sqrt(s["ssq"]), eta=eta, l1=l1, l2=l2)
+        w = ftrl_proximal_weights(s["u"], delta + np.sqrt(s["ssq"]), s["t"], eta=eta,
+                                  l1=l1, l2=l2)
         b = 0.0 if s["b_u"] == 0 else -eta * s["b_u"] / (delta + np.sqrt(s["b_ssq"]))
         return w, b
     return s["w"].copy(), s["b"]

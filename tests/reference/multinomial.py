@@ -57,7 +57,7 @@ def multinomial_adagrad_reference(
 
     def closed_form_weights():
         if update == "ftrl_proximal":
-            return ftrl_proximal_weights(U, delta + np.sqrt(SSQ), eta=eta, l1=l1, l2=l2)
+            return ftrl_proximal_weights(U, delta + np.sqrt(SSQ), t, eta=eta, l1=l1, l2=l2)
         H = delta + proximal_root(SSQ, t, adaptive)
         if penalty == "elementwise":
             return dual_averaging_weights(U, H, t, eta=eta, l1=l1, l2=l2)
