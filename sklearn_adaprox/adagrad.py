@@ -141,7 +141,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         ``"ovr"``: one binary problem per class (one for two classes), run in
         parallel threads.  ``"multinomial"``: one weight matrix for all
         classes with per-entry AdaGrad sums, trained on the multinomial
-        ``loss``; a step costs O(n_classes * nnz).
+        ``loss``; a step costs O(n_classes * nnz).  Unlike scikit-learn's
+        ``LogisticRegression``, where ``multi_class`` is deprecated, both
+        are kept here as one estimator on purpose (the user guide says why).
     matrix : {"diagonal", "full", "identity"}, default="diagonal"
         AdaGrad's proximal matrix.  ``"identity"``: ``H = (delta + sqrt(t)) I``,
         the same for every coordinate and blind to the gradients -- not
