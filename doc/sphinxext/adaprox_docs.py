@@ -194,6 +194,12 @@ BENCHMARKS = {
         "2-worker `LocalCluster` and dask-ml's `Incremental`; then accuracy per "
         "pass against the number of shards for both merges, and the bytes a "
         "round sends."),
+    "bench_epoch": (
+        "One epoch of every estimator against SGDClassifier",
+        "The time of one pass of each estimator with its default update, beside "
+        "`SGDClassifier` with the same loss on the same matrices (a9a and a "
+        "text-like Zipf matrix with 2**20 columns), interleaved, best of the "
+        "repeats.  *ratio* < 1: faster than SGD."),
     "bench_design_choices": (
         "The measurements behind design choices of the engine",
         "Choices that exist because they were measured to pay off, and that "
