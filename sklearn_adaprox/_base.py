@@ -473,14 +473,17 @@ class BaseOnlineLinearModel(BaseEstimator):
                     "a smaller step size might help."
                 )
 
-    def _run_epochs(self, X, targets, sample_weight, partial, n_jobs=None):
+    def _run_epochs(self, X, targets, sample_weight, partial, n_jobs=None, order=None):
         """Up to ``max_iter`` passes (one for ``partial_fit``) over X for the
         problems whose targets are listed, with shuffling, progressive loss,
-        early stopping and verbose output."""
+        early stopping and verbose output.  ``order`` (``partial_fit``
+        only): the rows of the pass, in order, instead of all of them (see
+        ``_pass_over_rows``)."""
         n_samples = X.shape[0]
         n_problems = len(targets)
         rows = as_row_arrays(X)
-        n_steps = int(np.count_nonzero(sample_weight))
+        n_steps = int(np.count_nonzero(
+            sample_weight if order is None else sample_weight[order]))
 
         max_iter = 1 if partial else self.max_iter
         rng = check_random_state(self.random_state)
@@ -489,9 +492,11 @@ class BaseOnlineLinearModel(BaseEstimator):
         start = time.perf_counter()
         with problem_threads(n_problems, n_jobs) as pool:
             for epoch in range(max_iter):
-                order = pass_order(n_samples, rng, self.shuffle and not partial)
+                epoch_order = (pass_order(n_samples, rng, self.shuffle and not partial)
+                               if order is None else order)
                 results = map_problems(
-                    lambda k: self._run_epoch(k, rows, targets[k], sample_weight, order),
+                    lambda k: self._run_epoch(k, rows, targets[k], sample_weight,
+                                              epoch_order),
                     n_problems, pool,
                 )
                 self.t_ += n_steps
@@ -536,6 +541,29 @@ class BaseOnlineLinearModel(BaseEstimator):
                         ConvergenceWarning,
                     )
         return self
+
+    # ------------------------------------------------------------------
+    # Passes over subsets of rows validated once: the shards of
+    # ``distributed.ThreadShardedTrainer``, which would otherwise copy their
+    # rows out of X and check them again at every pass (a third of a shard's
+    # time on wide text).  False where a call does more than passes over its
+    # rows (RDA+ keeps a reservoir of the chunk's rows for its local phase).
+    _passes_over_row_subsets = True
+
+    def _pass_over_rows(self, prepared, rows):
+        """``partial_fit(X[rows], y[rows])`` on ``prepared =
+        _prepare_rows(X, y, ...)``: the same steps in the same order, with
+        the same result, without copying the rows or checking X again."""
+        X, targets, sample_weight = prepared
+        self._start_state(False, True, len(targets), X.shape[1], X)
+        self._run_epochs(X, targets, sample_weight, True,
+                         n_jobs=getattr(self, "n_jobs", None), order=rows)
+        self._after_call()
+        return self
+
+    def _after_call(self):
+        """Hook: what an algorithm updates once a call's passes are done
+        (implicit FTRL's averaged loss).  Nothing by default."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -782,7 +810,19 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         """The work of a call once its input is validated and its state is
         ready (see the module docstring): here the passes of ``_run_epoch``
         over the binary problems of ``targets`` (+-1 labels), in threads."""
-        return self._run_epochs(X, targets, sample_weight, partial, n_jobs=self.n_jobs)
+        self._run_epochs(X, targets, sample_weight, partial, n_jobs=self.n_jobs)
+        self._after_call()
+        return self
+
+    def _prepare_rows(self, X, y, sample_weight=None, classes=None):
+        """(X, y) checked as ``partial_fit`` checks them, for passes over
+        subsets of their rows (``_pass_over_rows``); the model must be
+        fitted.  Changes nothing."""
+        X, y_index, sample_weight, all_classes, first_call = self._validate_input(
+            X, y, sample_weight, classes, True)
+        if first_call:
+            raise ValueError("Passes over row subsets continue a fitted model.")
+        return X, self._problem_targets(y_index, all_classes.shape[0]), sample_weight
 
     def decision_function(self, X):
         """Confidence scores ``X @ coef_.T + intercept_``.
@@ -929,7 +969,18 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
             X, y, sample_weight, partial
         )
         self._start_state(first_call, partial, 1, X.shape[1], X)
-        return self._run_epochs(X, [y], sample_weight, partial)
+        self._run_epochs(X, [y], sample_weight, partial)
+        self._after_call()
+        return self
+
+    def _prepare_rows(self, X, y, sample_weight=None, classes=None):
+        """(X, y) checked as ``partial_fit`` checks them, for passes over
+        subsets of their rows (``_pass_over_rows``); the model must be
+        fitted.  Changes nothing."""
+        X, y, sample_weight, first_call = self._validate_input(X, y, sample_weight, True)
+        if first_call:
+            raise ValueError("Passes over row subsets continue a fitted model.")
+        return X, [y], sample_weight
 
     def predict(self, X):
         """Linear prediction ``X @ coef_ + intercept_``.

@@ -146,24 +146,49 @@ def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
     return columns
 
 
-cdef _touched_by_bytes(const index_t[::1] indices, Py_ssize_t n_features):
-    """touched_columns with a byte per column."""
+def touched_columns_of_rows(const index_t[::1] indices, const index_t[::1] indptr,
+                            const int64_t[::1] rows, Py_ssize_t n_features):
+    """``touched_columns`` of the entries of the CSR rows ``rows`` (a pass
+    over a subset of X's rows), without copying them out of X: a byte per
+    column, O(nnz of the rows + n_features)."""
     cdef uint8_t[::1] seen = np.zeros(n_features, dtype=np.uint8)
-    cdef Py_ssize_t k, j, n = 0
+    cdef Py_ssize_t s, k, row, n_rows = indptr.shape[0] - 1
+    for s in range(rows.shape[0]):
+        if not 0 <= rows[s] < n_rows:
+            raise ValueError(f"Row {rows[s]} of {n_rows}.")
     with nogil:
-        for k in range(indices.shape[0]):
-            seen[indices[k]] = 1
-        for j in range(n_features):
+        for s in range(rows.shape[0]):
+            row = rows[s]
+            for k in range(indptr[row], indptr[row + 1]):
+                seen[indices[k]] = 1
+    return _marked(seen)
+
+
+cdef _marked(const uint8_t[::1] seen):
+    """The sorted int64 positions of the non-zero bytes of ``seen``."""
+    cdef Py_ssize_t j, n = 0
+    with nogil:
+        for j in range(seen.shape[0]):
             n += seen[j]
     columns = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] out = columns
     n = 0
     with nogil:
-        for j in range(n_features):
+        for j in range(seen.shape[0]):
             if seen[j]:
                 out[n] = j
                 n += 1
     return columns
+
+
+cdef _touched_by_bytes(const index_t[::1] indices, Py_ssize_t n_features):
+    """touched_columns with a byte per column."""
+    cdef uint8_t[::1] seen = np.zeros(n_features, dtype=np.uint8)
+    cdef Py_ssize_t k
+    with nogil:
+        for k in range(indices.shape[0]):
+            seen[indices[k]] = 1
+    return _marked(seen)
 
 
 def _first_decrease(const index_t[::1] indptr):

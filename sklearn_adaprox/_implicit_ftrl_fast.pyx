@@ -33,7 +33,6 @@ O(nnz) whatever the width.  The global
 where ``<theta_t, z_t> = c_z <theta_t, s>`` and ``||z_t||^2 = c_z^2 ||s||^2``
 come from the row alone.
 """
-import numpy as np
 
 from cython cimport floating
 from libc.math cimport fmax, fmin

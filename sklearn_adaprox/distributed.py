@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import disposable, new_state_version
-from ._dataset import touched_columns
+from ._dataset import touched_columns, touched_columns_of_rows
 from .rda_plus import RDAPlusClassifier
 from .merge import (
     COMBINES,
@@ -137,23 +137,27 @@ def _initial_state(est, part, classes, pin):
     return state, pinned
 
 
-def _continued(shard, rows, state, X, y, classes, columns, track):
+def _continued(shard, rows, state, X, y, classes, columns, track, prepared):
     """``shard`` (None: a new model) made a copy of ``state`` (``columns``:
     the only columns in which they differ, None: any), then one
     ``partial_fit`` pass over the ``rows`` of (X, y); with the columns of
-    those rows if ``track`` (else None: all).  The call saves nothing for a
-    rollback: should it fail, the shard is discarded and the state was not
-    touched."""
+    those rows if ``track`` (else None: all).  ``prepared``: (X, y) as
+    checked once by ``_prepare_rows``, read in place (None: the rows are
+    copied out and checked by ``partial_fit``).  The call saves nothing for
+    a rollback: should it fail, the shard is discarded and the state was
+    not touched."""
     if shard is None:
         shard = copy.deepcopy(state)
     else:
         _assign(shard, state, columns)
-    X_rows = _rows(X, rows)
     with disposable():
-        shard = _partial_fit(shard, X_rows, y[rows], classes)
+        if prepared is not None:
+            shard._pass_over_rows(prepared, rows)
+        else:
+            shard = _partial_fit(shard, _rows(X, rows), y[rows], classes)
     if not track:
         return shard, None
-    return shard, touched_columns(X_rows.indices, X_rows.shape[1])
+    return shard, touched_columns_of_rows(X.indices, X.indptr, rows, X.shape[1])
 
 
 def _shard_pass(base, part, classes, position, single, combine="sum"):
@@ -1001,6 +1005,10 @@ class ThreadShardedTrainer(_ShardedTrainer):
         else:
             state, pinned = _initial_state(est, (X, y), classes, resolved_attributes(est))
         curve = list(self.loss_curve_) if warm else []
+        # X and y checked once, then every shard's pass reads its rows in
+        # place (see _continued)
+        prepared = (state._prepare_rows(X, y, classes=classes)
+                    if state._passes_over_row_subsets else None)
         shards = [None] * n_shards
         changed = None  # the columns in which the shards differ from the state
         # a pass of fewer non-zeros than columns costs less than a merge of
@@ -1026,7 +1034,8 @@ class ThreadShardedTrainer(_ShardedTrainer):
                 # a few of the columns (wide sparse rows), only those are
                 # merged and copied back to the shards
                 done = list(pool.map(
-                    lambda task: _continued(*task, state, X, y, classes, changed, track),
+                    lambda task: _continued(*task, state, X, y, classes, changed, track,
+                                            prepared),
                     zip(shards, blocks)))
                 shards = [shard for shard, _ in done]
                 columns = None

@@ -197,6 +197,9 @@ class _ImplicitFTRLMixin:
                 "Scaling the input or a larger beta might help."
             )
 
+    def _after_call(self):
+        self._update_average_loss()
+
     def _update_average_loss(self):
         weight = self.cumulative_weight_[0]
         self.average_loss_ = (
@@ -474,9 +477,7 @@ class ImplicitFTRLRegressor(_ImplicitFTRLMixin, BaseOnlineLinearRegressor):
     def _fit_or_partial_fit(self, X, y, sample_weight, partial):
         if self.loss == "huber" and self.epsilon == 0:
             raise ValueError("epsilon must be > 0 for the huber loss.")
-        super()._fit_or_partial_fit(X, y, sample_weight, partial)
-        self._update_average_loss()
-        return self
+        return super()._fit_or_partial_fit(X, y, sample_weight, partial)
 
 
 class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
@@ -573,10 +574,6 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _fit_or_partial_fit(self, X, y, sample_weight, classes, partial):
-        super()._fit_or_partial_fit(X, y, sample_weight, classes, partial)
-        self._update_average_loss()
-        return self
 
     @available_if(lambda est: est.loss == "log_loss")
     def predict_proba(self, X):

@@ -685,6 +685,10 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         return Surrogate(X, y, self.reservoir_weight_)
 
     # ------------------------------------------------------------------
+    # a call keeps a reservoir of its rows for the local phase: no passes
+    # over row subsets of one validated X (see the base class)
+    _passes_over_row_subsets = False
+
     def _train(self, X, y_pm, sample_weight, partial, first_call):
         """Per binary problem: dual averaging, then the local phase (the
         base class's hook for an algorithm that is not a sequence of

@@ -24,6 +24,7 @@ from sklearn_adaprox import (
     RDAPlusClassifier,
     merge,
 )
+from sklearn_adaprox._dataset import touched_columns_of_rows
 
 K = 3
 
@@ -598,3 +599,47 @@ def test_in_memory_merge_is_the_increments_route_bit_for_bit(data, est, combine)
             assert_array_equal(getattr(model, name), getattr(expected, name), err_msg=name)
             assert np.asarray(getattr(model, name)).dtype == np.asarray(
                 getattr(expected, name)).dtype, name
+
+
+@pytest.mark.parametrize("make", [
+    lambda: AdaGradClassifier(update="mirror_descent", penalty="l1", alpha=1e-3),
+    lambda: AdaGradClassifier(update="ftrl_proximal", loss="log_loss", penalty="l1",
+                              alpha=1e-3),
+    lambda: ImplicitFTRLClassifier(loss="log_loss"),
+    lambda: ImplicitFTRLRegressor(),
+    lambda: PairwiseAUCClassifier(average=True),
+], ids=["adagrad_md", "adagrad_ftrl", "iftrl_clf", "iftrl_reg", "auc"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_pass_over_rows_is_partial_fit_of_the_rows(data, make, sparse):
+    """The thread trainer's shard pass (rows read in place from X checked
+    once) is partial_fit on a copy of those rows, in their order, bit for
+    bit, and the columns it reports are those of the copied rows."""
+    X, y, sw = data
+    if not isinstance(make(), ImplicitFTRLRegressor):
+        y = np.where(y > 0, "yes", "no")  # labels that are not +-1 go through classes
+    X_in = sp.csr_matrix(X) if sparse else X
+    rows = np.random.RandomState(1).permutation(X.shape[0])[:60]
+    first = make().set_params(random_state=0).partial_fit(
+        X_in[:20], y[:20], sample_weight=sw[:20],
+        **({} if isinstance(make(), ImplicitFTRLRegressor) else {"classes": np.unique(y)}))
+    copied, in_place = copy.deepcopy(first), copy.deepcopy(first)
+    copied.partial_fit(X_in[rows], y[rows], sample_weight=sw[rows])
+    prepared = in_place._prepare_rows(X_in, y, sample_weight=sw)
+    in_place._pass_over_rows(prepared, rows)
+    for name, value in vars(copied).items():
+        if name.endswith("_") and isinstance(value, np.ndarray):
+            assert_array_equal(getattr(in_place, name), value, err_msg=name)
+    assert in_place.t_ == copied.t_
+    assert_array_equal(in_place.loss_curve_, copied.loss_curve_)
+    if sparse:
+        assert_array_equal(touched_columns_of_rows(X_in.indices, X_in.indptr, rows, 8),
+                           np.unique(X_in[rows].indices))
+
+
+def test_pass_over_rows_needs_a_fitted_model_and_rda_plus_copies_its_rows(data):
+    X, y, _ = data
+    with pytest.raises(ValueError, match="continue a fitted model"):
+        AdaGradClassifier()._prepare_rows(X, y, classes=np.unique(y))
+    with pytest.raises(ValueError, match="continue a fitted model"):
+        ImplicitFTRLRegressor()._prepare_rows(X, y)
+    assert not RDAPlusClassifier._passes_over_row_subsets
