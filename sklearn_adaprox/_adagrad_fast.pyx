@@ -43,7 +43,7 @@ import numpy as np
 
 cimport cython
 from cython cimport floating
-from libc.math cimport copysign, exp, expm1, fabs, log1p, sqrt
+from libc.math cimport sqrt
 from libc.stdint cimport int32_t, int64_t
 
 cdef extern from "_simd.h" nogil:
@@ -55,6 +55,9 @@ cdef extern from "_simd.h" nogil:
     void root_update_avx(double* acc, const int32_t* idx, const double* x,
                          Py_ssize_t nnz, double d)
 
+from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyper,
+                              da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
+                              intercept_step, make_hyper, md_idle_steps, md_prox)
 from ._dataset cimport (check_pass_input, data_pointers, get_row, index_t, longest_row,
                         prefetch_row)
 from ._loss cimport Loss, MultinomialLoss
@@ -81,134 +84,6 @@ cdef extern from "_simd.h":
 # "scalar" (the plain C fallbacks: non-x86 targets, or a build with
 # SKLEARN_ADAPROX_NO_SIMD=1 set).  Build information for tests and CI.
 SIMD_PATHS = SIMD_PATHS_C.decode("ascii")
-
-# Codes of the ``update`` parameter inside the kernel.
-cdef enum:
-    DUAL_AVERAGING = 0
-    MIRROR_DESCENT = 1
-    FTRL_PROXIMAL = 2
-
-UPDATE_CODES = {
-    "dual_averaging": DUAL_AVERAGING,
-    "mirror_descent": MIRROR_DESCENT,
-    "ftrl_proximal": FTRL_PROXIMAL,
-}
-
-
-cdef struct Hyper:
-    int update
-    double eta
-    double delta
-    double l1
-    double l2
-    # False: the non-adaptive baseline H = (delta + sqrt(t)) I of the paper's
-    # comparisons (Xiao's RDA with beta_t = sqrt(t) / eta), dual averaging only
-    bint adaptive
-
-
-cdef inline double da_root(double root, double t, Hyper h) noexcept nogil:
-    """The root in H = delta + root: AdaGrad's sqrt(ssq), or sqrt(t)."""
-    return root if h.adaptive else sqrt(t)
-
-
-cdef inline double da_intercept(double u_b, double root_b, double t,
-                                Hyper h) noexcept nogil:
-    """Dual-averaging intercept (never penalised) after t steps."""
-    if u_b == 0.0:
-        return 0.0
-    return -h.eta * u_b / (h.delta + da_root(root_b, t, h))
-
-
-cdef inline double intercept_step(double b, double* u_b, double* ssq_b, double d,
-                                  double t, Hyper h) noexcept nogil:
-    """Step t on the intercept, a never penalised coordinate of feature 1,
-    for the gradient d != 0: update its sums, return its new value."""
-    cdef double sigma
-    if h.update == FTRL_PROXIMAL:
-        sigma = (sqrt(ssq_b[0] + d * d) - sqrt(ssq_b[0])) / h.eta
-        u_b[0] += d - sigma * b
-    else:
-        u_b[0] += d
-    ssq_b[0] += d * d
-    if h.update == MIRROR_DESCENT:
-        return b - h.eta * d / (h.delta + sqrt(ssq_b[0]))
-    if h.update == FTRL_PROXIMAL:
-        return -h.eta * u_b[0] / (h.delta + sqrt(ssq_b[0]))
-    return da_intercept(u_b[0], sqrt(ssq_b[0]), t, h)
-
-
-cdef inline double da_weight(double u, double root, double t, Hyper h) noexcept nogil:
-    """Dual-averaging weight from the running sums after t steps."""
-    cdef double excess
-    if u == 0.0:
-        return 0.0
-    excess = fabs(u) - h.l1 * t
-    if excess <= 0.0:
-        return 0.0
-    # u != 0 implies root > 0, so the denominator is positive.
-    return -copysign(h.eta * excess / (h.delta + root + h.eta * h.l2 * t), u)
-
-
-cdef inline double ftrl_weight(double z, double root, Hyper h) noexcept nogil:
-    """FTRL-Proximal weight; exactly zero while |z| <= l1."""
-    if fabs(z) <= h.l1:
-        return 0.0
-    return -(z - copysign(h.l1, z)) / ((h.delta + root) / h.eta + h.l2)
-
-
-cdef inline double ftrl_z_step(double g, double root, double new_root, double w,
-                               Hyper h) noexcept nogil:
-    """Change of McMahan's z for the gradient g: g - sigma w with
-    sigma = (new_root - root) / eta, new_root = sqrt(root^2 + g^2)."""
-    return g - (new_root - root) / h.eta * w
-
-
-cdef inline double md_prox(double z, double H, Hyper h) noexcept nogil:
-    """Composite step: argmin_w eta*(l1|w| + l2/2 w^2) + H/2 (w - z)^2."""
-    cdef double mag = fabs(z) - h.eta * h.l1 / H
-    if mag <= 0.0:
-        return 0.0
-    return copysign(mag / (1.0 + h.eta * h.l2 / H), z)
-
-
-cdef inline double md_idle_steps(double w, double root, int64_t k, Hyper h) noexcept nogil:
-    """Mirror-descent weight after k steps in which its gradient was zero.
-
-    H stays fixed, so each step maps |w| to max(|w| - a, 0) / c with
-    a = eta l1 / H and c = 1 + r, r = eta l2 / H.  Unrolled:
-    |w_k| = max(|w| c^-k - a (1 - c^-k) / r, 0)   (a k when r = 0),
-    and a weight that reaches zero stays there.
-    """
-    cdef double H, a, r, log_c, decay, total_shrink, mag
-    if k <= 0 or w == 0.0:
-        return w
-    H = h.delta + root
-    if H == 0.0:
-        return w
-    a = h.eta * h.l1 / H
-    r = h.eta * h.l2 / H
-    if r > 0.0:
-        log_c = log1p(r)
-        decay = exp(-k * log_c)
-        total_shrink = a * (-expm1(-k * log_c) / r)
-    else:
-        decay = 1.0
-        total_shrink = a * k
-    mag = fabs(w) * decay - total_shrink
-    if mag <= 0.0:
-        return 0.0
-    return copysign(mag, w)
-
-
-cdef Hyper make_hyper(str update, double eta, double delta, double l1, double l2,
-                      bint adaptive) except *:
-    cdef Hyper h
-    h.update = UPDATE_CODES[update]
-    if not adaptive and h.update != DUAL_AVERAGING:
-        raise ValueError("the non-adaptive proximal term is implemented for "
-                         "dual averaging only")
-    h.eta, h.delta, h.l1, h.l2, h.adaptive = eta, delta, l1, l2, adaptive
-    return h
 
 
 cdef class AdaGradProblem:

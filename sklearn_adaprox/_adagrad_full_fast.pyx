@@ -53,6 +53,7 @@ from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemv, dsyrk
 from scipy.linalg.cython_lapack cimport dsyevd
 
+from ._adagrad_rules cimport DUAL_AVERAGING, MIRROR_DESCENT
 from ._dataset cimport check_pass_input, data_pointers, get_row, index_t
 from ._loss cimport Loss
 
@@ -63,10 +64,6 @@ from ._loss cimport Loss
 # m = 800 and 0.1-0.15 s at m = 1000, so 800 keeps a step near 0.05 s,
 # below 0.1 s with room for a slower machine.
 FULL_MATRIX_MAX_FEATURES = 800
-
-cdef enum:
-    DUAL_AVERAGING = 0
-    MIRROR_DESCENT = 1
 
 UPDATE_CODES = {
     "dual_averaging": DUAL_AVERAGING,

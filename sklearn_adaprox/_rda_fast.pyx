@@ -72,6 +72,15 @@ cdef inline int64_t exit_step_inv(double abs_u, double l1, double inv_l1) noexce
     return <int64_t> T
 
 
+# rda_weight and rda_intercept are the dual-averaging closed forms of
+# _adagrad_rules (da_weight, da_intercept) at eta = 1, delta = l2 = 0 and
+# root = 2 gamma sqrt(t), but written out here on purpose: through da_weight
+# the same values would come from other operations (a product by eta = 1, two
+# sums with 0), its zero test is ``excess <= 0`` where the support is tracked
+# with ``not (|u| > l1 t)`` (they part on a NaN), and da_intercept returns +0
+# for u_b = 0 where -u_b / (...) is -0.  The support must be exactly the
+# one of the transcription's predicate (tests/reference/rda.py), and a
+# resumed fit the same bits as a straight one.
 cdef inline double rda_weight(double u, int64_t t, double l1, double gamma) noexcept nogil:
     cdef double excess
     if t <= 0 or u == 0.0:
