@@ -58,8 +58,7 @@ cdef extern from "_simd.h" nogil:
 from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyper,
                               da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
                               intercept_step, make_hyper, md_idle_steps, md_prox)
-from ._dataset cimport (check_pass_input, data_pointers, get_row, index_t, longest_row,
-                        prefetch_row)
+from ._dataset cimport RowPass, check_pass_input, index_t, longest_row, row_pass, step_row
 from ._loss cimport Loss, MultinomialLoss
 from ._prox cimport group_l2_prox, l1_ball_solve, linf_prox, prox_work_size
 
@@ -353,27 +352,20 @@ def run_epoch(AdaGradProblem problem,
     cdef double ssq_b = problem.intercept_sum_sq_grad
     cdef int64_t t = problem.t
 
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
     cdef const index_t* idx
     cdef Py_ssize_t s, i, nnz
     cdef double sw, yi, p, d
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
-    data_pointers(X_data, X_indices, &data, &indices)
-
     with nogil:
-        for s in range(order.shape[0]):
-            i = order[s]
-            if s + 1 < order.shape[0]:
-                prefetch_row(data, indices, indptr, is_dense, n_features, order[s + 1])
+        for s in range(rows.n_steps):
+            nnz = step_row(&rows, s, &i, &x, &idx)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
             yi = y[i]
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i, &x, &idx)
 
             # Predict with the weights of step t ...
             if h.update == DUAL_AVERAGING:
@@ -523,25 +515,20 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
     cdef double u_b = intercept_state[1]
     cdef double ssq_b = intercept_state[2]
 
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
     cdef const index_t* idx
     cdef Py_ssize_t s, i, j, k, nnz
     cdef double sw, yi, p, dd, g
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
-    data_pointers(X_data, X_indices, &data, &indices)
-
     with nogil:
-        for s in range(order.shape[0]):
-            i = order[s]
+        for s in range(rows.n_steps):
+            nnz = step_row(&rows, s, &i, &x, &idx)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
             yi = y[i]
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i, &x, &idx)
 
             # Predict with the current weights ...
             p = b
@@ -753,7 +740,7 @@ cdef class MultinomialProblem:
         else:
             linf_prox(&self.work[2, 0], &self.work[3, 0], K, lam, x, &self.work[4, 0])
 
-    cdef void step_row(self, Py_ssize_t j, double xj, const double* d) noexcept nogil:
+    cdef void step_feature(self, Py_ssize_t j, double xj, const double* d) noexcept nogil:
         """Step t on row j (already current at t - 1) for the gradient
         x_j * d (d = dloss/dp, zero on the classes the loss did not move)."""
         cdef Py_ssize_t k, K = self.n_classes
@@ -852,26 +839,19 @@ def run_epoch_multinomial(MultinomialProblem problem,
         raise ValueError(f"y must hold class indices in [0, {K}).")
     cdef double* scores = &problem.work[0, 0]
     cdef double* d = &problem.work[1, 0]
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
     cdef const index_t* idx
     cdef Py_ssize_t s, i, k, e, j, nnz
     cdef double sw, value, sum_loss = 0.0, sum_weight = 0.0
     cdef bint moved
 
-    data_pointers(X_data, X_indices, &data, &indices)
-
     with nogil:
-        for s in range(order.shape[0]):
-            i = order[s]
-            if s + 1 < order.shape[0]:
-                prefetch_row(data, indices, indptr, is_dense, n_features, order[s + 1])
+        for s in range(rows.n_steps):
+            nnz = step_row(&rows, s, &i, &x, &idx)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i, &x, &idx)
 
             # Predict with the weights of step t ...
             problem.current_intercepts()
@@ -898,7 +878,7 @@ def run_epoch_multinomial(MultinomialProblem problem,
                 continue  # idle step: covered when the rows are next read
             for e in range(nnz):
                 if x[e] != 0.0:
-                    problem.step_row(idx[e], x[e], d)
+                    problem.step_feature(idx[e], x[e], d)
             if problem.fit_intercept:
                 problem.step_intercept(d)
 

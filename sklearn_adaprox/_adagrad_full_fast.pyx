@@ -54,7 +54,7 @@ from scipy.linalg.cython_blas cimport dgemv, dsyrk
 from scipy.linalg.cython_lapack cimport dsyevd
 
 from ._adagrad_rules cimport DUAL_AVERAGING, MIRROR_DESCENT
-from ._dataset cimport check_pass_input, data_pointers, get_row, index_t
+from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
 from ._loss cimport Loss
 
 # Largest n_features the estimator accepts for the full-matrix update.  A
@@ -297,9 +297,7 @@ def run_epoch_full(Loss loss, str update, double eta, double delta, double l2,
     cdef Py_ssize_t* cols = &cols_arr[0]
     cdef double* grad = &grad_arr[0]
 
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
     cdef const index_t* idx
     cdef Py_ssize_t s, i, k, a, b, nnz, n_nz
@@ -310,16 +308,13 @@ def run_epoch_full(Loss loss, str update, double eta, double delta, double l2,
     # and whenever a gradient changes G.
     cdef bint eigen_current = False
 
-    data_pointers(X_data, X_indices, &data, &indices)
-
     with nogil:
-        for s in range(order.shape[0]):
-            i = order[s]
+        for s in range(rows.n_steps):
+            nnz = step_row(&rows, s, &i, &x, &idx)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
             yi = y[i]
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i, &x, &idx)
 
             # The row's non-zeros (a dense row's zeros have zero gradient, so
             # dense and CSR input take the same arithmetic) and the margin.
