@@ -85,6 +85,9 @@ cdef extern from "_simd.h":
 SIMD_PATHS = SIMD_PATHS_C.decode("ascii")
 
 
+# final: the kernel's calls of its cdef methods are direct (no vtable),
+# so the C compiler can inline them into the inner loops
+@cython.final
 cdef class AdaGradProblem:
     """State of one binary AdaGrad problem for one pass, or for reading its
     weights.
@@ -451,22 +454,73 @@ cdef enum:
 COUPLED_PENALTY_CODES = {"linf": LINF, "l1_ball": L1_BALL}
 
 
-def run_epoch_global(Loss loss not None, str update, str penalty, double eta, double delta,
-                     double strength, bint fit_intercept,
-                     double[::1] coef, double[::1] sum_grad, double[::1] sum_sq_grad,
-                     double[::1] intercept_state, int64_t t,
-                     const floating[::1] X_data, const index_t[::1] X_indices,
-                     const index_t[::1] X_indptr, bint is_dense, Py_ssize_t n_features,
-                     const double[::1] y, const double[::1] sample_weight,
-                     const int64_t[::1] order):
-    """One predict-then-learn pass of binary AdaGrad over ``X[order]``, y in {-1, +1}.
+# final: the kernel's calls of its cdef methods are direct (no vtable),
+# so the C compiler can inline them into the inner loops
+@cython.final
+cdef class CoupledProblem:
+    """State of one binary AdaGrad problem with the l-infinity penalty or the
+    l1-ball constraint, for the length of one pass.
 
     ``update`` is "dual_averaging" or "mirror_descent"; ``penalty`` is "linf"
-    (``strength`` = lambda) or "l1_ball" (``strength`` = the radius c).  The
-    state is updated in place: ``coef`` (the current weights w, read by mirror
-    descent), ``sum_grad`` (u), ``sum_sq_grad`` (ssq) and
-    ``intercept_state = [b, u_b, ssq_b]``; ``t`` is the number of steps taken
-    before the pass (the caller adds the number of rows of nonzero weight).
+    (``strength`` = lambda) or "l1_ball" (``strength`` = the radius c).
+    ``coef`` (the current weights w, read by mirror descent), ``sum_grad``
+    (u) and ``sum_sq_grad`` (ssq) are views of the estimator's arrays, which
+    the kernel updates in place; the intercept scalars and ``t`` are read
+    back through the attributes.  Never kept as fitted state.
+    """
+    cdef Loss loss
+    cdef Hyper hyper
+    cdef int penalty
+    cdef double strength
+    cdef bint fit_intercept
+    cdef double[::1] coef
+    cdef double[::1] sum_grad
+    cdef double[::1] sum_sq_grad
+    cdef public double intercept
+    cdef public double intercept_sum_grad
+    cdef public double intercept_sum_sq_grad
+    cdef public int64_t t
+
+    def __init__(self, *, Loss loss not None, str update, str penalty, double eta,
+                 double delta, double strength, bint fit_intercept, double[::1] coef,
+                 double[::1] sum_grad, double[::1] sum_sq_grad, double intercept,
+                 double intercept_sum_grad, double intercept_sum_sq_grad, int64_t t):
+        self.hyper = make_hyper(update, eta, delta, 0.0, 0.0, True)
+        if self.hyper.update == FTRL_PROXIMAL:
+            raise ValueError(f"Unknown update {update!r}; expected 'dual_averaging' "
+                             "or 'mirror_descent'.")
+        if penalty not in COUPLED_PENALTY_CODES:
+            raise ValueError(f"Unknown penalty {penalty!r}; expected one of "
+                             f"{', '.join(map(repr, COUPLED_PENALTY_CODES))}.")
+        # Not a memory check: the estimator validates alpha and l1_ball first;
+        # kept for the direct callers of the kernel (its tests).
+        if not strength >= 0.0:
+            raise ValueError(f"strength must be >= 0, got {strength!r}.")
+        if sum_grad.shape[0] != coef.shape[0] or sum_sq_grad.shape[0] != coef.shape[0]:
+            raise ValueError("coef, sum_grad and sum_sq_grad must have the same length.")
+        self.loss = loss
+        self.penalty = COUPLED_PENALTY_CODES[penalty]
+        self.strength = strength
+        self.fit_intercept = fit_intercept
+        self.coef = coef
+        self.sum_grad = sum_grad
+        self.sum_sq_grad = sum_sq_grad
+        self.intercept = intercept
+        self.intercept_sum_grad = intercept_sum_grad
+        self.intercept_sum_sq_grad = intercept_sum_sq_grad
+        self.t = t
+
+
+def run_epoch_global(CoupledProblem problem,
+                     const floating[::1] X_data,
+                     const index_t[::1] X_indices,
+                     const index_t[::1] X_indptr,
+                     bint is_dense,
+                     Py_ssize_t n_features,
+                     const double[::1] y,
+                     const double[::1] sample_weight,
+                     const int64_t[::1] order):
+    """One predict-then-learn pass of binary AdaGrad over ``X[order]``, y in {-1, +1}.
 
     Rows of zero weight are skipped entirely (they are not steps).  For every
     other row: the loss is recorded with the current weights, then
@@ -477,26 +531,18 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
     step costs O(n_features log n_features): for dense, moderate-dimensional
     data.  Returns ``(sum of weight * loss before each step, sum of weights)``.
     """
-    if update not in ("dual_averaging", "mirror_descent"):
-        raise ValueError(f"Unknown update {update!r}; expected 'dual_averaging' "
-                         "or 'mirror_descent'.")
-    if penalty not in COUPLED_PENALTY_CODES:
-        raise ValueError(f"Unknown penalty {penalty!r}; expected one of "
-                         f"{', '.join(map(repr, COUPLED_PENALTY_CODES))}.")
-    if not strength >= 0.0:
-        raise ValueError(f"strength must be >= 0, got {strength!r}.")
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
-                     coef.shape[0], y.shape[0], sample_weight, order)
-    if sum_grad.shape[0] != n_features or sum_sq_grad.shape[0] != n_features:
-        raise ValueError("coef, sum_grad and sum_sq_grad must have the same length.")
-    if intercept_state.shape[0] != 3:
-        raise ValueError("intercept_state must hold [b, u_b, ssq_b].")
-
-    cdef Hyper h = make_hyper(update, eta, delta, 0.0, 0.0, True)
-    cdef int pen = COUPLED_PENALTY_CODES[penalty]
+                     problem.coef.shape[0], y.shape[0], sample_weight, order)
+    cdef Loss loss = problem.loss
+    cdef Hyper h = problem.hyper
+    cdef int pen = problem.penalty
+    cdef double strength = problem.strength
+    cdef double eta = h.eta
+    cdef double delta = h.delta
+    cdef bint fit_intercept = problem.fit_intercept
     # Workspaces, once per pass: H = delta + sqrt(ssq) kept current (only the
     # coordinates of a row change it), the solver's input v, its work buffer.
-    cdef double[::1] H_buf = delta + np.sqrt(np.asarray(sum_sq_grad))
+    cdef double[::1] H_buf = delta + np.sqrt(np.asarray(problem.sum_sq_grad))
     cdef double[::1] v_buf = np.zeros(max(n_features, 1))
     cdef double[::1] work_buf = np.empty(prox_work_size(n_features))
     cdef double* w = NULL
@@ -506,14 +552,15 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
     cdef double* v = &v_buf[0]
     cdef double* work = &work_buf[0]
     if n_features > 0:
-        w = &coef[0]
-        u = &sum_grad[0]
-        ssq = &sum_sq_grad[0]
+        w = &problem.coef[0]
+        u = &problem.sum_grad[0]
+        ssq = &problem.sum_sq_grad[0]
         H = &H_buf[0]
 
-    cdef double b = intercept_state[0]
-    cdef double u_b = intercept_state[1]
-    cdef double ssq_b = intercept_state[2]
+    cdef double b = problem.intercept
+    cdef double u_b = problem.intercept_sum_grad
+    cdef double ssq_b = problem.intercept_sum_sq_grad
+    cdef int64_t t = problem.t
 
     cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
@@ -580,9 +627,11 @@ def run_epoch_global(Loss loss not None, str update, str penalty, double eta, do
                 else:
                     l1_ball_solve(v, H, n_features, strength, w, work)
 
-    intercept_state[0] = b
-    intercept_state[1] = u_b
-    intercept_state[2] = ssq_b
+        problem.t = t
+
+    problem.intercept = b
+    problem.intercept_sum_grad = u_b
+    problem.intercept_sum_sq_grad = ssq_b
     return sum_loss, sum_weight
 
 
@@ -646,7 +695,7 @@ cdef class MultinomialProblem:
     cdef double[:, ::1] work           # scratch rows: scores, gradient, v, D, prox work
     cdef public int64_t t
 
-    def __init__(self, MultinomialLoss loss, str update, str penalty, double eta,
+    def __init__(self, *, MultinomialLoss loss, str update, str penalty, double eta,
                  double delta, double l1, double l2, double group_strength,
                  bint fit_intercept, double[:, ::1] coef, double[:, ::1] sum_grad,
                  double[:, ::1] sum_sq_grad, double[::1] intercept,

@@ -161,7 +161,7 @@ cdef class RDAProblem:
     cdef public int64_t last_change
     cdef public int64_t support_size
 
-    def __init__(self, Loss loss, double gamma, double l1, bint fit_intercept,
+    def __init__(self, *, Loss loss, double gamma, double l1, bint fit_intercept,
                  double[::1] sum_grad, double intercept_sum_grad, int64_t t,
                  int64_t last_change):
         cdef Py_ssize_t d = sum_grad.shape[0]

@@ -10,12 +10,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._adagrad_fast import (
     AdaGradProblem,
+    CoupledProblem,
     MultinomialProblem,
     run_epoch,
     run_epoch_global,
     run_epoch_multinomial,
 )
-from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, run_epoch_full
+from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem, run_epoch_full
 from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 
@@ -695,46 +696,32 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         l1, l2 = self._penalty_strengths()
         mixed_norm = self.penalty in MIXED_NORM_PENALTIES
         problem = MultinomialProblem(
-            make_multinomial_loss(self.loss),
-            self.update,
-            self.penalty if mixed_norm else "elementwise",
-            self.eta,
-            self.delta,
-            l1,
-            l2,
-            self._alpha() if mixed_norm else 0.0,
-            self.fit_intercept,
-            self.class_coef_,
-            self.sum_gradient_,
-            self.sum_sq_gradient_,
-            self.class_intercept_,
-            self.intercept_sum_gradient_,
-            self.intercept_sum_sq_gradient_,
-            self.t_,
-            self.matrix != "identity",
-        )
+            loss=make_multinomial_loss(self.loss), update=self.update,
+            penalty=self.penalty if mixed_norm else "elementwise", eta=self.eta,
+            delta=self.delta, l1=l1, l2=l2,
+            group_strength=self._alpha() if mixed_norm else 0.0,
+            fit_intercept=self.fit_intercept, coef=self.class_coef_,
+            sum_grad=self.sum_gradient_, sum_sq_grad=self.sum_sq_gradient_,
+            intercept=self.class_intercept_,
+            intercept_sum_grad=self.intercept_sum_gradient_,
+            intercept_sum_sq_grad=self.intercept_sum_sq_gradient_, t=self.t_,
+            adaptive=self.matrix != "identity")
         result = run_epoch_multinomial(problem, *data)
         self._publish_class_weights()
         return result
 
     def _run_full_matrix_epoch(self, k, data):
-        # the intercept is the last coordinate of the full-matrix problem
-        n_features = self.coef_.shape[1]
-        w = np.append(self.coef_[k], self.intercept_[k] if self.fit_intercept else [])
-        u = np.append(
-            self.sum_gradient_[k],
-            self.intercept_sum_gradient_[k] if self.fit_intercept else [],
-        )
-        l2 = self._alpha() if self.penalty == "l2" else 0.0
-        result = run_epoch_full(
-            make_loss(self.loss), self.update, self.eta, self.delta, l2,
-            self.fit_intercept, w, u, self.sum_outer_gradient_[k], self.t_, *data,
-        )
-        self.coef_[k] = w[:n_features]
-        self.sum_gradient_[k] = u[:n_features]
+        problem = FullMatrixProblem(
+            loss=make_loss(self.loss), update=self.update, eta=self.eta,
+            delta=self.delta, l2=self._alpha() if self.penalty == "l2" else 0.0,
+            fit_intercept=self.fit_intercept, coef=self.coef_[k],
+            sum_grad=self.sum_gradient_[k], sum_outer_grad=self.sum_outer_gradient_[k],
+            intercept=self.intercept_[k], intercept_sum_grad=self.intercept_sum_gradient_[k],
+            t=self.t_)
+        result = run_epoch_full(problem, *data)
         if self.fit_intercept:
-            self.intercept_[k] = w[n_features]
-            self.intercept_sum_gradient_[k] = u[n_features]
+            self.intercept_[k] = problem.intercept
+            self.intercept_sum_gradient_[k] = problem.intercept_sum_grad
         return result
 
     def _run_global_epoch(self, k, data):
@@ -742,21 +729,15 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             constraint, strength = "l1_ball", float(self.l1_ball)
         else:
             constraint, strength = "linf", self._alpha()
-        intercept_state = np.array(
-            [
-                self.intercept_[k],
-                self.intercept_sum_gradient_[k],
-                self.intercept_sum_sq_gradient_[k],
-            ]
-        )
-        result = run_epoch_global(
-            make_loss(self.loss), self.update, constraint, self.eta, self.delta,
-            strength, self.fit_intercept, self.coef_[k], self.sum_gradient_[k],
-            self.sum_sq_gradient_[k], intercept_state, self.t_, *data,
-        )
-        (
-            self.intercept_[k],
-            self.intercept_sum_gradient_[k],
-            self.intercept_sum_sq_gradient_[k],
-        ) = intercept_state
+        problem = CoupledProblem(
+            loss=make_loss(self.loss), update=self.update, penalty=constraint,
+            eta=self.eta, delta=self.delta, strength=strength,
+            fit_intercept=self.fit_intercept, coef=self.coef_[k],
+            sum_grad=self.sum_gradient_[k], sum_sq_grad=self.sum_sq_gradient_[k],
+            intercept=self.intercept_[k], intercept_sum_grad=self.intercept_sum_gradient_[k],
+            intercept_sum_sq_grad=self.intercept_sum_sq_gradient_[k], t=self.t_)
+        result = run_epoch_global(problem, *data)
+        self.intercept_[k] = problem.intercept
+        self.intercept_sum_gradient_[k] = problem.intercept_sum_grad
+        self.intercept_sum_sq_gradient_[k] = problem.intercept_sum_sq_grad
         return result
