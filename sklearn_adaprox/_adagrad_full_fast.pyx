@@ -5,13 +5,13 @@ Learning and Stochastic Optimization", JMLR 12 (2011), 2121-2159: the
 full-matrix variant with proximal matrix ``H_t = delta I + G_t^{1/2}``,
 ``G_t = sum_{s <= t} g_s g_s^T``.
 
-One call of ``run_epoch_full`` makes one pass over the rows named by
-``order`` for one binary problem (labels +-1).  The state, all updated in
-place, is over ``m = n_features + fit_intercept`` coordinates (the intercept,
+One call of ``run_epoch`` makes one pass over the rows named by
+``order`` for one binary problem (labels +-1), a ``FullMatrixProblem``.  Its
+state is over ``m = n_features + fit_intercept`` coordinates (the intercept,
 when fitted, is the last one and its "feature" is the constant 1):
 
 * ``w`` the weights, ``u = sum_t g_t``, ``G = sum_t g_t g_t^T`` (m x m), and
-  ``t`` the number of steps taken before the pass.
+  ``t`` the number of steps taken.
 
 With ``P = diag(1, ..., 1, 0)`` when ``fit_intercept`` (the intercept is not
 penalised), else ``I``, every step t (after adding its gradient g to u, G):
@@ -292,15 +292,15 @@ cdef class FullMatrixProblem:
             self.intercept_sum_grad = self.u[d]
 
 
-def run_epoch_full(FullMatrixProblem problem,
-                   const floating[::1] X_data,
-                   const index_t[::1] X_indices,
-                   const index_t[::1] X_indptr,
-                   bint is_dense,
-                   Py_ssize_t n_features,
-                   const double[::1] y,
-                   const double[::1] sample_weight,
-                   const int64_t[::1] order):
+def run_epoch(FullMatrixProblem problem,
+              const floating[::1] X_data,
+              const index_t[::1] X_indices,
+              const index_t[::1] X_indptr,
+              bint is_dense,
+              Py_ssize_t n_features,
+              const double[::1] y,
+              const double[::1] sample_weight,
+              const int64_t[::1] order):
     """One predict-then-learn pass of full-matrix AdaGrad over ``X[order]``.
 
     Duchi, Hazan & Singer (2011), full-matrix proximal term

@@ -8,15 +8,16 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._adagrad_fast import (
-    AdaGradProblem,
-    CoupledProblem,
-    MultinomialProblem,
-    run_epoch,
-    run_epoch_global,
-    run_epoch_multinomial,
+from . import (
+    _adagrad_coupled_fast,
+    _adagrad_fast,
+    _adagrad_full_fast,
+    _adagrad_multinomial_fast,
 )
-from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem, run_epoch_full
+from ._adagrad_coupled_fast import CoupledProblem
+from ._adagrad_fast import AdaGradProblem
+from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
+from ._adagrad_multinomial_fast import MultinomialProblem
 from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 
@@ -686,7 +687,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             k, self._weight_rule(), intercept=self.intercept_[k],
             intercept_sum_grad=self.intercept_sum_gradient_[k],
             intercept_sum_sq_grad=self.intercept_sum_sq_gradient_[k])
-        result = run_epoch(problem, *data)
+        result = _adagrad_fast.run_epoch(problem, *data)
         self.intercept_[k] = problem.intercept
         self.intercept_sum_gradient_[k] = problem.intercept_sum_grad
         self.intercept_sum_sq_gradient_[k] = problem.intercept_sum_sq_grad
@@ -706,7 +707,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             intercept_sum_grad=self.intercept_sum_gradient_,
             intercept_sum_sq_grad=self.intercept_sum_sq_gradient_, t=self.t_,
             adaptive=self.matrix != "identity")
-        result = run_epoch_multinomial(problem, *data)
+        result = _adagrad_multinomial_fast.run_epoch(problem, *data)
         self._publish_class_weights()
         return result
 
@@ -718,7 +719,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             sum_grad=self.sum_gradient_[k], sum_outer_grad=self.sum_outer_gradient_[k],
             intercept=self.intercept_[k], intercept_sum_grad=self.intercept_sum_gradient_[k],
             t=self.t_)
-        result = run_epoch_full(problem, *data)
+        result = _adagrad_full_fast.run_epoch(problem, *data)
         if self.fit_intercept:
             self.intercept_[k] = problem.intercept
             self.intercept_sum_gradient_[k] = problem.intercept_sum_grad
@@ -736,7 +737,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             sum_grad=self.sum_gradient_[k], sum_sq_grad=self.sum_sq_gradient_[k],
             intercept=self.intercept_[k], intercept_sum_grad=self.intercept_sum_gradient_[k],
             intercept_sum_sq_grad=self.intercept_sum_sq_gradient_[k], t=self.t_)
-        result = run_epoch_global(problem, *data)
+        result = _adagrad_coupled_fast.run_epoch(problem, *data)
         self.intercept_[k] = problem.intercept
         self.intercept_sum_gradient_[k] = problem.intercept_sum_grad
         self.intercept_sum_sq_gradient_[k] = problem.intercept_sum_sq_grad

@@ -9,11 +9,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from reference.full_matrix import full_matrix_adagrad_reference, psd_sqrt
 from sklearn_adaprox._adagrad_fast import AdaGradProblem, run_epoch
-from sklearn_adaprox._adagrad_full_fast import (
-    FULL_MATRIX_MAX_FEATURES,
-    FullMatrixProblem,
-    run_epoch_full,
-)
+from sklearn_adaprox._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
+from sklearn_adaprox._adagrad_full_fast import run_epoch as run_epoch_full
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox._loss import make_loss
 

@@ -1,5 +1,5 @@
 """The binary AdaGrad kernel for the l-infinity penalty and the l1-ball
-constraint (``run_epoch_global``) against its NumPy transcription, and its
+constraint (``_adagrad_coupled_fast``) against its NumPy transcription, and its
 own invariants."""
 import itertools
 
@@ -9,7 +9,9 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from reference.prox import adagrad_global_reference
-from sklearn_adaprox._adagrad_fast import AdaGradProblem, CoupledProblem, run_epoch, run_epoch_global
+from sklearn_adaprox._adagrad_coupled_fast import CoupledProblem
+from sklearn_adaprox._adagrad_coupled_fast import run_epoch as run_epoch_global
+from sklearn_adaprox._adagrad_fast import AdaGradProblem, run_epoch
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox._loss import make_loss
 
