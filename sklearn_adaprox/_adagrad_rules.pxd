@@ -53,11 +53,10 @@ cdef inline int update_code(str update) except -1:
 
 cdef inline Hyper make_hyper(str update, double eta, double delta, double l1, double l2,
                              bint adaptive) except *:
+    """The rule's constants; ``adaptive`` is read by dual averaging only (the
+    estimator refuses it with the other rules)."""
     cdef Hyper h
     h.update = update_code(update)
-    if not adaptive and h.update != DUAL_AVERAGING:
-        raise ValueError("the non-adaptive proximal term is implemented for "
-                         "dual averaging only")
     h.eta, h.delta, h.l1, h.l2, h.adaptive = eta, delta, l1, l2, adaptive
     return h
 
