@@ -119,13 +119,17 @@ class BuildExt(build_ext):
 
 
 # One module per algorithm over the shared layers: data access, losses, and
-# the exact proximal solvers of the structured penalties.  Full-matrix
-# AdaGrad is dense linear algebra (LAPACK through scipy) and has its own.
+# the exact proximal solvers of the structured penalties.  AdaGrad has one
+# module per shape of its step (element-wise, coupled, multinomial, full
+# matrix: dense linear algebra, LAPACK through scipy), all on the closed forms
+# of _adagrad_rules.pxd.
 MODULES = [
     "sklearn_adaprox._dataset",
     "sklearn_adaprox._loss",
     "sklearn_adaprox._prox",
     "sklearn_adaprox._adagrad_fast",
+    "sklearn_adaprox._adagrad_coupled_fast",
+    "sklearn_adaprox._adagrad_multinomial_fast",
     "sklearn_adaprox._adagrad_full_fast",
     "sklearn_adaprox._pairwise_auc_fast",
     "sklearn_adaprox._implicit_ftrl_fast",

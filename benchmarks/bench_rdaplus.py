@@ -246,7 +246,8 @@ def run_rda_for(X, yp, alpha, gamma, budget, seed=0):
     rows = as_row_arrays(X)
     sw = np.ones(X.shape[0])
     u = np.zeros(X.shape[1])
-    problem = RDAProblem(Log(), gamma, alpha, True, u, 0.0, 0, 0)
+    problem = RDAProblem(loss=Log(), gamma=gamma, l1=alpha, fit_intercept=True,
+                         sum_grad=u, intercept_sum_grad=0.0, t=0, last_change=0)
     rng = np.random.RandomState(seed)
     spent, epochs = 0.0, 0
     while epochs == 0 or spent < budget:
@@ -330,7 +331,8 @@ def identification_runs(X, yp, lam, gamma, target, shuffles, max_epochs):
     for s in range(shuffles):
         rng = np.random.RandomState(s)
         u = np.zeros(X.shape[1])
-        problem = RDAProblem(Log(), gamma, lam, True, u, 0.0, 0, 0)
+        problem = RDAProblem(loss=Log(), gamma=gamma, l1=lam, fit_intercept=True,
+                         sum_grad=u, intercept_sum_grad=0.0, t=0, last_change=0)
         hits = np.full(2, -1, dtype=np.int64)
         for _ in range(max_epochs):
             order = rng.permutation(n).astype(np.int64)

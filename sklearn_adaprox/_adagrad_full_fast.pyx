@@ -5,13 +5,13 @@ Learning and Stochastic Optimization", JMLR 12 (2011), 2121-2159: the
 full-matrix variant with proximal matrix ``H_t = delta I + G_t^{1/2}``,
 ``G_t = sum_{s <= t} g_s g_s^T``.
 
-One call of ``run_epoch_full`` makes one pass over the rows named by
-``order`` for one binary problem (labels +-1).  The state, all updated in
-place, is over ``m = n_features + fit_intercept`` coordinates (the intercept,
+One call of ``run_epoch`` makes one pass over the rows named by
+``order`` for one binary problem (labels +-1), a ``FullMatrixProblem``.  Its
+state is over ``m = n_features + fit_intercept`` coordinates (the intercept,
 when fitted, is the last one and its "feature" is the constant 1):
 
 * ``w`` the weights, ``u = sum_t g_t``, ``G = sum_t g_t g_t^T`` (m x m), and
-  ``t`` the number of steps taken before the pass.
+  ``t`` the number of steps taken.
 
 With ``P = diag(1, ..., 1, 0)`` when ``fit_intercept`` (the intercept is not
 penalised), else ``I``, every step t (after adding its gradient g to u, G):
@@ -45,6 +45,7 @@ weights are recomputed from the cached decomposition in O(m^2).
 """
 import numpy as np
 
+cimport cython
 from cython cimport floating
 from libc.float cimport DBL_EPSILON
 from libc.math cimport sqrt
@@ -53,7 +54,8 @@ from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemv, dsyrk
 from scipy.linalg.cython_lapack cimport dsyevd
 
-from ._dataset cimport check_pass_input, data_pointers, get_row, index_t
+from ._adagrad_rules cimport DUAL_AVERAGING, MIRROR_DESCENT, update_code
+from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
 from ._loss cimport Loss
 
 # Largest n_features the estimator accepts for the full-matrix update.  A
@@ -63,15 +65,6 @@ from ._loss cimport Loss
 # m = 800 and 0.1-0.15 s at m = 1000, so 800 keeps a step near 0.05 s,
 # below 0.1 s with room for a slower machine.
 FULL_MATRIX_MAX_FEATURES = 800
-
-cdef enum:
-    DUAL_AVERAGING = 0
-    MIRROR_DESCENT = 1
-
-UPDATE_CODES = {
-    "dual_averaging": DUAL_AVERAGING,
-    "mirror_descent": MIRROR_DESCENT,
-}
 
 # A sufficient condition for "every eigenvalue of H + cP is above the
 # pseudo-inverse threshold" must leave room for the round-off of an
@@ -220,41 +213,114 @@ cdef int solve_shifted(Workspace* ws, double c, bint free_last, double alpha,
     return 0
 
 
-def run_epoch_full(Loss loss, str update, double eta, double delta, double l2,
-                   bint fit_intercept,
-                   double[::1] w, double[::1] u, double[:, ::1] G, int64_t t,
-                   const floating[::1] X_data,
-                   const index_t[::1] X_indices,
-                   const index_t[::1] X_indptr,
-                   bint is_dense,
-                   Py_ssize_t n_features,
-                   const double[::1] y,
-                   const double[::1] sample_weight,
-                   const int64_t[::1] order):
+# final: no subclass, so the calls of its cdef methods are direct (no vtable)
+@cython.final
+cdef class FullMatrixProblem:
+    """State of one binary full-matrix AdaGrad problem for the length of one
+    pass.
+
+    ``coef`` and ``sum_grad`` (length n_features) and ``sum_outer_grad``
+    (``G``, m x m with ``m = n_features + fit_intercept``, the intercept
+    last) are views of the estimator's arrays; ``G`` is updated in place,
+    ``coef`` and ``sum_grad`` at the end of the pass.  The kernel works on
+    ``w`` and ``u`` over the m coordinates (the intercept scalars as their
+    last entries when fitted); the intercept scalars and ``t`` are read back
+    through the attributes.  Never kept as fitted state.
+    """
+    cdef Loss loss
+    cdef int update
+    cdef double eta
+    cdef double delta
+    cdef double l2
+    cdef bint fit_intercept
+    cdef double[::1] coef
+    cdef double[::1] sum_grad
+    cdef double[:, ::1] G
+    cdef double[::1] w              # (coef, intercept), m entries
+    cdef double[::1] u              # (sum_grad, intercept_sum_grad)
+    cdef public double intercept
+    cdef public double intercept_sum_grad
+    cdef public int64_t t
+
+    def __init__(self, *, Loss loss not None, str update, double eta, double delta,
+                 double l2, bint fit_intercept, double[::1] coef, double[::1] sum_grad,
+                 double[:, ::1] sum_outer_grad, double intercept, double intercept_sum_grad,
+                 int64_t t):
+        self.update = update_code(update)
+        if self.update not in (DUAL_AVERAGING, MIRROR_DESCENT):
+            raise ValueError("update must be one of ['dual_averaging', "
+                             f"'mirror_descent'], got {update!r}.")
+        cdef Py_ssize_t d = coef.shape[0]
+        cdef Py_ssize_t m = d + fit_intercept
+        if m == 0:
+            raise ValueError("The problem must have at least one coordinate.")
+        if (sum_grad.shape[0] != d or sum_outer_grad.shape[0] != m
+                or sum_outer_grad.shape[1] != m):
+            raise ValueError(
+                f"sum_grad must have length {d} and G shape ({m}, {m}); got "
+                f"{sum_grad.shape[0]} and ({sum_outer_grad.shape[0]}, "
+                f"{sum_outer_grad.shape[1]}).")
+        self.loss = loss
+        self.eta = eta
+        self.delta = delta
+        self.l2 = l2
+        self.fit_intercept = fit_intercept
+        self.coef = coef
+        self.sum_grad = sum_grad
+        self.G = sum_outer_grad
+        w = np.empty(m)
+        u = np.empty(m)
+        w[:d] = coef
+        u[:d] = sum_grad
+        if fit_intercept:
+            w[d] = intercept
+            u[d] = intercept_sum_grad
+        self.w = w
+        self.u = u
+        self.intercept = intercept
+        self.intercept_sum_grad = intercept_sum_grad
+        self.t = t
+
+    cdef void store(self) noexcept:
+        """The m coordinates back into coef, sum_grad and the intercept."""
+        cdef Py_ssize_t j, d = self.coef.shape[0]
+        for j in range(d):
+            self.coef[j] = self.w[j]
+            self.sum_grad[j] = self.u[j]
+        if self.fit_intercept:
+            self.intercept = self.w[d]
+            self.intercept_sum_grad = self.u[d]
+
+
+def run_epoch(FullMatrixProblem problem,
+              const floating[::1] X_data,
+              const index_t[::1] X_indices,
+              const index_t[::1] X_indptr,
+              bint is_dense,
+              Py_ssize_t n_features,
+              const double[::1] y,
+              const double[::1] sample_weight,
+              const int64_t[::1] order):
     """One predict-then-learn pass of full-matrix AdaGrad over ``X[order]``.
 
     Duchi, Hazan & Singer (2011), full-matrix proximal term
-    ``H = delta I + G^{1/2}``; see the module docstring for the rules.
-    ``w``, ``u`` (length ``m = n_features + fit_intercept``, intercept last)
-    and ``G`` (m x m) are updated in place; ``t`` is the number of steps taken
-    before this pass.  A row of sample weight 0 is skipped entirely (it is not
-    a step), so after the pass the caller's step count is ``t`` plus the
-    number of rows of ``order`` with non-zero weight.  y in {-1, +1}.
+    ``H = delta I + G^{1/2}``; see the module docstring for the rules.  A row
+    of sample weight 0 is skipped entirely (it is not a step), so after the
+    pass the step count is ``t`` plus the number of rows of ``order`` with
+    non-zero weight.  y in {-1, +1}.
 
     Returns ``(sum of weight * loss before each step, sum of weights)``.
     """
-    if update not in UPDATE_CODES:
-        raise ValueError(f"update must be one of {sorted(UPDATE_CODES)}, "
-                         f"got {update!r}.")
-    cdef int code = UPDATE_CODES[update]
-    cdef int m = w.shape[0]
-    if w.shape[0] - fit_intercept < 0 or m == 0:
-        raise ValueError("w must hold at least one coordinate.")
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
-                     w.shape[0] - fit_intercept, y.shape[0], sample_weight, order)
-    if u.shape[0] != m or G.shape[0] != m or G.shape[1] != m:
-        raise ValueError(f"u must have length {m} and G shape ({m}, {m}); "
-                         f"got {u.shape[0]} and ({G.shape[0]}, {G.shape[1]}).")
+                     problem.coef.shape[0], y.shape[0], sample_weight, order)
+    cdef int code = problem.update
+    cdef int m = problem.w.shape[0]
+    cdef double eta = problem.eta
+    cdef double delta = problem.delta
+    cdef double l2 = problem.l2
+    cdef bint fit_intercept = problem.fit_intercept
+    cdef Loss loss = problem.loss
+    cdef int64_t t = problem.t
 
     # Workspaces, once per pass.  dsyevd's sizes come from its own query.
     cdef Workspace ws
@@ -294,15 +360,13 @@ def run_epoch_full(Loss loss, str update, double eta, double delta, double l2,
     ws.B = &fallback_arr[0, 0]
     ws.C = &fallback_arr[1, 0]
 
-    cdef double* wp = &w[0]
-    cdef double* up = &u[0]
-    cdef double* Gp = &G[0, 0]
+    cdef double* wp = &problem.w[0]
+    cdef double* up = &problem.u[0]
+    cdef double* Gp = &problem.G[0, 0]
     cdef Py_ssize_t* cols = &cols_arr[0]
     cdef double* grad = &grad_arr[0]
 
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    cdef const index_t* indptr = &X_indptr[0]
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
     cdef const index_t* idx
     cdef Py_ssize_t s, i, k, a, b, nnz, n_nz
@@ -313,16 +377,13 @@ def run_epoch_full(Loss loss, str update, double eta, double delta, double l2,
     # and whenever a gradient changes G.
     cdef bint eigen_current = False
 
-    data_pointers(X_data, X_indices, &data, &indices)
-
     with nogil:
-        for s in range(order.shape[0]):
-            i = order[s]
+        for s in range(rows.n_steps):
+            nnz = step_row(&rows, s, &i, &x, &idx)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
             yi = y[i]
-            nnz = get_row(data, indices, indptr, is_dense, n_features, i, &x, &idx)
 
             # The row's non-zeros (a dense row's zeros have zero gradient, so
             # dense and CSR input take the same arithmetic) and the margin.
@@ -388,6 +449,8 @@ def run_epoch_full(Loss loss, str update, double eta, double delta, double l2,
             if info != 0:
                 break
 
+    problem.t = t
+    problem.store()
     if info != 0:
         raise np.linalg.LinAlgError(
             f"LAPACK dsyevd failed to converge (info={info}); u and G include "

@@ -43,7 +43,7 @@ from cython cimport floating
 from libc.math cimport ceil, copysign, fabs, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int64_t
 
-from ._dataset cimport check_pass_input, data_pointers, get_row, index_t, prefetch_row
+from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
 from ._loss cimport Loss
 
 # Exit step of a coordinate that never leaves the support (l1 == 0).
@@ -72,6 +72,15 @@ cdef inline int64_t exit_step_inv(double abs_u, double l1, double inv_l1) noexce
     return <int64_t> T
 
 
+# rda_weight and rda_intercept are the dual-averaging closed forms of
+# _adagrad_rules (da_weight, da_intercept) at eta = 1, delta = l2 = 0 and
+# root = 2 gamma sqrt(t), but written out here on purpose: through da_weight
+# the same values would come from other operations (a product by eta = 1, two
+# sums with 0), its zero test is ``excess <= 0`` where the support is tracked
+# with ``not (|u| > l1 t)`` (they part on a NaN), and da_intercept returns +0
+# for u_b = 0 where -u_b / (...) is -0.  The support must be exactly the
+# one of the transcription's predicate (tests/reference/rda.py), and a
+# resumed fit the same bits as a straight one.
 cdef inline double rda_weight(double u, int64_t t, double l1, double gamma) noexcept nogil:
     cdef double excess
     if t <= 0 or u == 0.0:
@@ -152,7 +161,7 @@ cdef class RDAProblem:
     cdef public int64_t last_change
     cdef public int64_t support_size
 
-    def __init__(self, Loss loss, double gamma, double l1, bint fit_intercept,
+    def __init__(self, *, Loss loss, double gamma, double l1, bint fit_intercept,
                  double[::1] sum_grad, double intercept_sum_grad, int64_t t,
                  int64_t last_change):
         cdef Py_ssize_t d = sum_grad.shape[0]
@@ -279,11 +288,13 @@ cdef struct PassEnd:
 # passes NULL for every instrument and the constant False for
 # ``instrumented``: once inlined, the compiler drops the instruments'
 # branches from its loop.
+# ``row_data`` / ``row_indices`` receive the row of each step (their types,
+# the caller's, are the types of X).
 cdef inline PassEnd _rda_pass(
-        RDAProblem problem, Loss loss, const floating* data, const index_t* indices,
-        const index_t* indptr, bint is_dense, Py_ssize_t n_features, const double* y,
-        const double* sample_weight, const int64_t* order, Py_ssize_t n_rows,
-        Py_ssize_t start, int64_t switch_from, int64_t tau, bint instrumented,
+        RDAProblem problem, Loss loss, RowPass* rows, const floating** row_data,
+        const index_t** row_indices, Py_ssize_t n_features, const double* y,
+        const double* sample_weight, Py_ssize_t start, int64_t switch_from,
+        int64_t tau, bint instrumented,
         int64_t* trace, Py_ssize_t trace_stride, bint have_target, const int8_t* tgt,
         int64_t* hit, int64_t target_size, int64_t mismatch) noexcept nogil:
     cdef double gamma = problem.gamma
@@ -297,9 +308,9 @@ cdef inline PassEnd _rda_pass(
     cdef int64_t t = problem.t
     cdef int64_t last_change = problem.last_change
     cdef int64_t size = problem.support_size
-    cdef const floating* row_data
-    cdef const index_t* row_indices
-    cdef Py_ssize_t s, i, k, j, nnz
+    cdef const floating* x
+    cdef const index_t* idx
+    cdef Py_ssize_t s, i, k, j, nnz, position = start
     cdef double sw, yi, p, d, g, au, au_old, uj, excess, threshold
     cdef int64_t T
     cdef double inv_l1 = 1.0 / l1 if l1 > 0.0 else 0.0
@@ -311,21 +322,18 @@ cdef inline PassEnd _rda_pass(
         trace = NULL
         have_target = False
 
-    s = start
-    while s < n_rows:
-        i = order[s]
-        s += 1
-        if s < n_rows:
-            prefetch_row(data, indices, indptr, is_dense, n_features, order[s])
+    for s in range(start, rows.n_steps):
+        nnz = step_row(rows, s, &i, row_data, row_indices)
+        x = row_data[0]
+        idx = row_indices[0]
+        position = s + 1
         sw = sample_weight[i]
         if sw == 0.0:
             if trace != NULL:
-                trace[(s - 1) * trace_stride] = -1
-                trace[(s - 1) * trace_stride + 1] = -1
+                trace[s * trace_stride] = -1
+                trace[s * trace_stride + 1] = -1
             continue
         yi = y[i]
-        nnz = get_row(data, indices, indptr, is_dense, n_features, i,
-                      &row_data, &row_indices)
 
         # predict with the iterate w_t (a closed form of u and t - 1):
         # sum over the support of -sign(u_j) (|u_j| - l1 t) x_j, scaled
@@ -334,10 +342,10 @@ cdef inline PassEnd _rda_pass(
         if t > 0:
             threshold = l1 * <double> t
             for k in range(nnz):
-                uj = u[row_indices[k]]
+                uj = u[idx[k]]
                 excess = fabs(uj) - threshold
                 if excess > 0.0:
-                    p -= copysign(excess, uj) * row_data[k]
+                    p -= copysign(excess, uj) * x[k]
             p /= 2.0 * gamma * sqrt(<double> t)
             if fit_intercept:
                 p += rda_intercept(u_b, t, gamma)
@@ -350,10 +358,10 @@ cdef inline PassEnd _rda_pass(
         # touched coordinates: new sum, new sign, new exit step
         if d != 0.0:
             for k in range(nnz):
-                g = d * row_data[k]
+                g = d * x[k]
                 if g == 0.0:
                     continue
-                j = row_indices[k]
+                j = idx[k]
                 au_old = fabs(u[j])
                 u[j] += g
                 au = fabs(u[j])
@@ -400,8 +408,8 @@ cdef inline PassEnd _rda_pass(
         if changed:
             last_change = t
         if trace != NULL:
-            trace[(s - 1) * trace_stride] = size
-            trace[(s - 1) * trace_stride + 1] = last_change
+            trace[s * trace_stride] = size
+            trace[s * trace_stride + 1] = last_change
         if have_target and mismatch == 0:
             if hit[0] < 0 and size <= 2 * target_size:
                 hit[0] = t
@@ -418,7 +426,7 @@ cdef inline PassEnd _rda_pass(
     problem.support_size = size
     problem.intercept_sum_grad = u_b
     end.sum_loss, end.sum_weight, end.position, end.switched = (
-        sum_loss, sum_weight, s, switched)
+        sum_loss, sum_weight, position, switched)
     return end
 
 
@@ -530,22 +538,20 @@ cdef tuple _checked_pass(RDAProblem problem,
                 target_size += 1
                 if problem.sign[j] != tgt[j]:
                     mismatch += 1
-    cdef const floating* data = NULL
-    cdef const index_t* indices = NULL
-    data_pointers(X_data, X_indices, &data, &indices)
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
+    cdef const floating* row_data
+    cdef const index_t* row_indices
     cdef const double* y_ptr = &y[0] if y.shape[0] > 0 else NULL
     cdef const double* sw_ptr = &sample_weight[0] if sample_weight.shape[0] > 0 else NULL
-    cdef const int64_t* order_ptr = &order[0] if order.shape[0] > 0 else NULL
     cdef PassEnd end
     cdef Loss loss = problem.loss
     with nogil:
         if instrumented:
-            end = _rda_pass(problem, loss, data, indices, &X_indptr[0], is_dense, n_features,
-                            y_ptr, sw_ptr, order_ptr, order.shape[0], start, switch_from,
-                            tau, True, trace_ptr, trace_stride, have_target, tgt, hit,
-                            target_size, mismatch)
+            end = _rda_pass(problem, loss, &rows, &row_data, &row_indices, n_features,
+                            y_ptr, sw_ptr, start, switch_from, tau, True, trace_ptr,
+                            trace_stride, have_target, tgt, hit, target_size, mismatch)
         else:
-            end = _rda_pass(problem, loss, data, indices, &X_indptr[0], is_dense, n_features,
-                            y_ptr, sw_ptr, order_ptr, order.shape[0], start, switch_from,
-                            tau, False, NULL, 0, False, NULL, NULL, 0, 0)
+            end = _rda_pass(problem, loss, &rows, &row_data, &row_indices, n_features,
+                            y_ptr, sw_ptr, start, switch_from, tau, False, NULL, 0, False,
+                            NULL, NULL, 0, 0)
     return end.sum_loss, end.sum_weight, end.position, end.switched

@@ -1,6 +1,8 @@
 """AdaGradClassifier: AdaGrad (diagonal or full-matrix) with composite
 (proximal) penalties and constraints, one-vs-rest or multinomial."""
+from collections.abc import Callable
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import softmax
@@ -8,14 +10,16 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._adagrad_fast import (
-    AdaGradProblem,
-    MultinomialProblem,
-    run_epoch,
-    run_epoch_global,
-    run_epoch_multinomial,
+from . import (
+    _adagrad_coupled_fast,
+    _adagrad_fast,
+    _adagrad_full_fast,
+    _adagrad_multinomial_fast,
 )
-from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, run_epoch_full
+from ._adagrad_coupled_fast import CoupledProblem
+from ._adagrad_fast import AdaGradProblem
+from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
+from ._adagrad_multinomial_fast import MultinomialProblem
 from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 
@@ -52,6 +56,207 @@ def _computed_or_stored(name, compute, doc):
 def _read_only(view):
     view.flags.writeable = False  # the state is changed by fitting only
     return view
+
+
+# ----------------------------------------------------------------------
+# The kernels of AdaGradClassifier, one row each.  The options select the
+# first row whose ``selects`` holds; ``refusals`` are the combinations of
+# options that kernel does not implement, checked in order before any change
+# (``_check_options``: (refused(est, n_features), message(est, n_features)));
+# ``run_epoch`` is its pass, ``problem(est, k)`` builds its Problem for
+# problem k on views of the fitted arrays, and ``read_back(est, k, problem)``
+# copies the Problem's scalars back into them.
+
+class _Kernel(NamedTuple):
+    name: str
+    selects: Callable
+    refusals: tuple
+    run_epoch: Callable
+    problem: Callable
+    read_back: Callable
+
+
+def _couples_coordinates(est):
+    return est.penalty == "linf" or est.l1_ball is not None
+
+
+_MULTINOMIAL_LOSS = (
+    lambda est, n_features: est.loss not in MULTINOMIAL_LOSSES,
+    lambda est, n_features: (
+        f"multi_class='multinomial' supports loss in "
+        f"{sorted(MULTINOMIAL_LOSSES)} (softmax cross-entropy and the "
+        f"multi-class hinge); got loss={est.loss!r}."
+    ),
+)
+_ONE_VECTOR_PER_PROBLEM = (
+    lambda est, n_features: _couples_coordinates(est) or est.matrix == "full",
+    lambda est, n_features: (
+        "penalty='linf', l1_ball and matrix='full' act on one weight "
+        "vector per problem; use them with multi_class='ovr'."
+    ),
+)
+_MIXED_NORM_NEEDS_MULTINOMIAL = (
+    lambda est, n_features: est.penalty in MIXED_NORM_PENALTIES,
+    lambda est, n_features: (
+        f"penalty={est.penalty!r} groups the weights of a feature across "
+        "classes, so it needs multi_class='multinomial'."
+    ),
+)
+
+
+def _ftrl_refused(structured):
+    """update='ftrl_proximal' with a structured penalty or matrix
+    (``structured(est)``)."""
+    return (
+        lambda est, n_features: est.update == "ftrl_proximal" and structured(est),
+        lambda est, n_features: (
+            "update='ftrl_proximal' supports the penalties 'l1', 'l2', "
+            "'elasticnet' and None with matrix='diagonal'; use "
+            "'dual_averaging' or 'mirror_descent'."
+        ),
+    )
+
+
+def _identity_refused(refused):
+    """matrix='identity' where ``refused(est)``."""
+    return (
+        lambda est, n_features: est.matrix == "identity" and refused(est),
+        lambda est, n_features: (
+            "matrix='identity' (the non-adaptive baseline) is implemented for "
+            "update='dual_averaging' with element-wise or mixed-norm penalties."
+        ),
+    )
+
+
+_L1_BALL_REPLACES_PENALTY = (
+    lambda est, n_features: est.l1_ball is not None and est.penalty is not None,
+    lambda est, n_features: (
+        "l1_ball is a constraint that replaces the penalty: set "
+        f"penalty=None (got penalty={est.penalty!r})."
+    ),
+)
+
+
+def _elementwise_problem(est, k):
+    return est._problem(
+        k, est._weight_rule(), intercept=est.intercept_[k],
+        intercept_sum_grad=est.intercept_sum_gradient_[k],
+        intercept_sum_sq_grad=est.intercept_sum_sq_gradient_[k])
+
+
+def _read_intercept_sums(est, k, problem):
+    est.intercept_[k] = problem.intercept
+    est.intercept_sum_gradient_[k] = problem.intercept_sum_grad
+    est.intercept_sum_sq_gradient_[k] = problem.intercept_sum_sq_grad
+
+
+def _coupled_problem(est, k):
+    if est.l1_ball is not None:
+        constraint, strength = "l1_ball", float(est.l1_ball)
+    else:
+        constraint, strength = "linf", est._alpha()
+    return CoupledProblem(
+        loss=make_loss(est.loss), update=est.update, penalty=constraint,
+        eta=est.eta, delta=est.delta, strength=strength,
+        fit_intercept=est.fit_intercept, coef=est.coef_[k],
+        sum_grad=est.sum_gradient_[k], sum_sq_grad=est.sum_sq_gradient_[k],
+        intercept=est.intercept_[k], intercept_sum_grad=est.intercept_sum_gradient_[k],
+        intercept_sum_sq_grad=est.intercept_sum_sq_gradient_[k], t=est.t_)
+
+
+def _multinomial_problem(est, k):
+    l1, l2 = est._penalty_strengths()
+    mixed_norm = est.penalty in MIXED_NORM_PENALTIES
+    return MultinomialProblem(
+        loss=make_multinomial_loss(est.loss), update=est.update,
+        penalty=est.penalty if mixed_norm else "elementwise", eta=est.eta,
+        delta=est.delta, l1=l1, l2=l2,
+        group_strength=est._alpha() if mixed_norm else 0.0,
+        fit_intercept=est.fit_intercept, coef=est.class_coef_,
+        sum_grad=est.sum_gradient_, sum_sq_grad=est.sum_sq_gradient_,
+        intercept=est.class_intercept_,
+        intercept_sum_grad=est.intercept_sum_gradient_,
+        intercept_sum_sq_grad=est.intercept_sum_sq_gradient_, t=est.t_,
+        adaptive=est.matrix != "identity")
+
+
+def _full_matrix_problem(est, k):
+    return FullMatrixProblem(
+        loss=make_loss(est.loss), update=est.update, eta=est.eta,
+        delta=est.delta, l2=est._alpha() if est.penalty == "l2" else 0.0,
+        fit_intercept=est.fit_intercept, coef=est.coef_[k],
+        sum_grad=est.sum_gradient_[k], sum_outer_grad=est.sum_outer_gradient_[k],
+        intercept=est.intercept_[k], intercept_sum_grad=est.intercept_sum_gradient_[k],
+        t=est.t_)
+
+
+def _read_full_matrix_intercept(est, k, problem):
+    if est.fit_intercept:
+        est.intercept_[k] = problem.intercept
+        est.intercept_sum_gradient_[k] = problem.intercept_sum_grad
+
+
+_KERNELS = (
+    _Kernel(
+        name="multinomial",
+        selects=lambda est: est.multi_class == "multinomial",
+        refusals=(
+            _MULTINOMIAL_LOSS,
+            _ONE_VECTOR_PER_PROBLEM,
+            _ftrl_refused(lambda est: est.penalty in MIXED_NORM_PENALTIES),
+            _identity_refused(lambda est: est.update != "dual_averaging"),
+        ),
+        run_epoch=_adagrad_multinomial_fast.run_epoch,
+        problem=_multinomial_problem,
+        # one problem over all classes: coef_ and intercept_ from the classes'
+        read_back=lambda est, k, problem: est._publish_class_weights(),
+    ),
+    _Kernel(
+        name="full_matrix",
+        selects=lambda est: est.matrix == "full",
+        refusals=(
+            _MIXED_NORM_NEEDS_MULTINOMIAL,
+            _ftrl_refused(lambda est: True),
+            _L1_BALL_REPLACES_PENALTY,
+            (lambda est, n_features: est.penalty not in (None, "l2"),
+             lambda est, n_features: ("matrix='full' supports penalty='l2' or None; got "
+                                      f"penalty={est.penalty!r}.")),
+            (lambda est, n_features: n_features > FULL_MATRIX_MAX_FEATURES,
+             lambda est, n_features: (
+                 f"matrix='full' costs O(n_features^3) per sample and is "
+                 f"limited to n_features <= {FULL_MATRIX_MAX_FEATURES}; X has "
+                 f"{n_features} features. Use matrix='diagonal'.")),
+        ),
+        run_epoch=_adagrad_full_fast.run_epoch,
+        problem=_full_matrix_problem,
+        read_back=_read_full_matrix_intercept,
+    ),
+    _Kernel(
+        name="coupled",
+        selects=_couples_coordinates,
+        refusals=(
+            _MIXED_NORM_NEEDS_MULTINOMIAL,
+            _ftrl_refused(lambda est: True),
+            _identity_refused(lambda est: True),
+            _L1_BALL_REPLACES_PENALTY,
+        ),
+        run_epoch=_adagrad_coupled_fast.run_epoch,
+        problem=_coupled_problem,
+        read_back=_read_intercept_sums,
+    ),
+    _Kernel(
+        name="elementwise",
+        selects=lambda est: True,
+        refusals=(
+            _MIXED_NORM_NEEDS_MULTINOMIAL,
+            _identity_refused(lambda est: est.update != "dual_averaging"),
+        ),
+        run_epoch=_adagrad_fast.run_epoch,
+        problem=_elementwise_problem,
+        read_back=_read_intercept_sums,
+    ),
+)
+
 
 
 class AdaGradClassifier(BaseOnlineLinearClassifier):
@@ -434,56 +639,13 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
                 "shape the fitted state; they cannot change while partial_fit or "
                 "warm_start continues it. Call fit with warm_start=False."
             )
-        mixed_norm = self.penalty in MIXED_NORM_PENALTIES
-        couples_coordinates = self.penalty == "linf" or self.l1_ball is not None
-        if self.multi_class == "multinomial":
-            if self.loss not in MULTINOMIAL_LOSSES:
-                raise ValueError(
-                    f"multi_class='multinomial' supports loss in "
-                    f"{sorted(MULTINOMIAL_LOSSES)} (softmax cross-entropy and the "
-                    f"multi-class hinge); got loss={self.loss!r}."
-                )
-            if couples_coordinates or self.matrix == "full":
-                raise ValueError(
-                    "penalty='linf', l1_ball and matrix='full' act on one weight "
-                    "vector per problem; use them with multi_class='ovr'."
-                )
-        elif mixed_norm:
-            raise ValueError(
-                f"penalty={self.penalty!r} groups the weights of a feature across "
-                "classes, so it needs multi_class='multinomial'."
-            )
-        structured = mixed_norm or couples_coordinates or self.matrix == "full"
-        if structured and self.update == "ftrl_proximal":
-            raise ValueError(
-                "update='ftrl_proximal' supports the penalties 'l1', 'l2', "
-                "'elasticnet' and None with matrix='diagonal'; use "
-                "'dual_averaging' or 'mirror_descent'."
-            )
-        if self.matrix == "identity" and (
-            self.update != "dual_averaging" or couples_coordinates
-        ):
-            raise ValueError(
-                "matrix='identity' (the non-adaptive baseline) is implemented for "
-                "update='dual_averaging' with element-wise or mixed-norm penalties."
-            )
-        if self.l1_ball is not None and self.penalty is not None:
-            raise ValueError(
-                "l1_ball is a constraint that replaces the penalty: set "
-                f"penalty=None (got penalty={self.penalty!r})."
-            )
-        if self.matrix == "full":
-            if self.penalty not in (None, "l2"):
-                raise ValueError(
-                    "matrix='full' supports penalty='l2' or None; got "
-                    f"penalty={self.penalty!r}."
-                )
-            if n_features > FULL_MATRIX_MAX_FEATURES:
-                raise ValueError(
-                    f"matrix='full' costs O(n_features^3) per sample and is "
-                    f"limited to n_features <= {FULL_MATRIX_MAX_FEATURES}; X has "
-                    f"{n_features} features. Use matrix='diagonal'."
-                )
+        for refused, message in self._kernel().refusals:
+            if refused(self, n_features):
+                raise ValueError(message(self, n_features))
+
+    def _kernel(self):
+        """The row of ``_KERNELS`` that the current options select."""
+        return next(row for row in _KERNELS if row.selects(self))
 
     def _state_layout(self):
         """(per-class weight matrix?, shape of one full matrix G or (0, 0))
@@ -540,8 +702,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     def _elementwise(self):
         """Whether the current options take the in-place element-wise kernel."""
-        return (self.multi_class != "multinomial" and self.matrix != "full"
-                and self.penalty != "linf" and self.l1_ball is None)
+        return self._kernel().name == "elementwise"
 
     def _weight_rule(self):
         """What the element-wise weights are a function of, frozen with the
@@ -607,7 +768,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         (see above); new arrays, so a failed call leaves the old ones as
         they were."""
         state = self.__dict__
-        if self.multi_class == "multinomial" or self.matrix == "full":
+        if self._kernel().name in ("multinomial", "full_matrix"):
             return  # their layouts are fixed (checked by _check_options)
         rule = self._weight_rule()
         if self._elementwise():
@@ -685,89 +846,8 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             self.intercept_ = self.class_intercept_[1:] - self.class_intercept_[:1]
 
     def _run_epoch(self, k, rows, y, sample_weight, order):
-        data = (*rows, y, sample_weight, order)
-        if self.multi_class == "multinomial":
-            return self._run_multinomial_epoch(data)
-        if self.matrix == "full":
-            return self._run_full_matrix_epoch(k, data)
-        if self.penalty == "linf" or self.l1_ball is not None:
-            return self._run_global_epoch(k, data)
-        problem = self._problem(
-            k, self._weight_rule(), intercept=self.intercept_[k],
-            intercept_sum_grad=self.intercept_sum_gradient_[k],
-            intercept_sum_sq_grad=self.intercept_sum_sq_gradient_[k])
-        result = run_epoch(problem, *data)
-        self.intercept_[k] = problem.intercept
-        self.intercept_sum_gradient_[k] = problem.intercept_sum_grad
-        self.intercept_sum_sq_gradient_[k] = problem.intercept_sum_sq_grad
-        return result
-
-    def _run_multinomial_epoch(self, data):
-        l1, l2 = self._penalty_strengths()
-        mixed_norm = self.penalty in MIXED_NORM_PENALTIES
-        problem = MultinomialProblem(
-            make_multinomial_loss(self.loss),
-            self.update,
-            self.penalty if mixed_norm else "elementwise",
-            self.eta,
-            self.delta,
-            l1,
-            l2,
-            self._alpha() if mixed_norm else 0.0,
-            self.fit_intercept,
-            self.class_coef_,
-            self.sum_gradient_,
-            self.sum_sq_gradient_,
-            self.class_intercept_,
-            self.intercept_sum_gradient_,
-            self.intercept_sum_sq_gradient_,
-            self.t_,
-            self.matrix != "identity",
-        )
-        result = run_epoch_multinomial(problem, *data)
-        self._publish_class_weights()
-        return result
-
-    def _run_full_matrix_epoch(self, k, data):
-        # the intercept is the last coordinate of the full-matrix problem
-        n_features = self.coef_.shape[1]
-        w = np.append(self.coef_[k], self.intercept_[k] if self.fit_intercept else [])
-        u = np.append(
-            self.sum_gradient_[k],
-            self.intercept_sum_gradient_[k] if self.fit_intercept else [],
-        )
-        l2 = self._alpha() if self.penalty == "l2" else 0.0
-        result = run_epoch_full(
-            make_loss(self.loss), self.update, self.eta, self.delta, l2,
-            self.fit_intercept, w, u, self.sum_outer_gradient_[k], self.t_, *data,
-        )
-        self.coef_[k] = w[:n_features]
-        self.sum_gradient_[k] = u[:n_features]
-        if self.fit_intercept:
-            self.intercept_[k] = w[n_features]
-            self.intercept_sum_gradient_[k] = u[n_features]
-        return result
-
-    def _run_global_epoch(self, k, data):
-        if self.l1_ball is not None:
-            constraint, strength = "l1_ball", float(self.l1_ball)
-        else:
-            constraint, strength = "linf", self._alpha()
-        intercept_state = np.array(
-            [
-                self.intercept_[k],
-                self.intercept_sum_gradient_[k],
-                self.intercept_sum_sq_gradient_[k],
-            ]
-        )
-        result = run_epoch_global(
-            make_loss(self.loss), self.update, constraint, self.eta, self.delta,
-            strength, self.fit_intercept, self.coef_[k], self.sum_gradient_[k],
-            self.sum_sq_gradient_[k], intercept_state, self.t_, *data,
-        )
-        (
-            self.intercept_[k],
-            self.intercept_sum_gradient_[k],
-            self.intercept_sum_sq_gradient_[k],
-        ) = intercept_state
+        kernel = self._kernel()
+        problem = kernel.problem(self, k)
+        result = kernel.run_epoch(problem, *rows, y, sample_weight, order)
+        kernel.read_back(self, k, problem)
         return result

@@ -423,9 +423,10 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
 
     def _problem(self, k):
         return RDAProblem(
-            Log(), float(self.gamma), float(self.alpha_[k]), bool(self.fit_intercept),
-            self.sum_gradient_[k], float(self.intercept_sum_gradient_[k]),
-            int(self.rda_t_[k]), int(self.last_support_change_[k]),
+            loss=Log(), gamma=float(self.gamma), l1=float(self.alpha_[k]),
+            fit_intercept=bool(self.fit_intercept), sum_grad=self.sum_gradient_[k],
+            intercept_sum_grad=float(self.intercept_sum_gradient_[k]),
+            t=int(self.rda_t_[k]), last_change=int(self.last_support_change_[k]),
         )
 
     def _save_problem(self, k, problem):

@@ -9,10 +9,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from reference.full_matrix import full_matrix_adagrad_reference, psd_sqrt
 from sklearn_adaprox._adagrad_fast import AdaGradProblem, run_epoch
-from sklearn_adaprox._adagrad_full_fast import (
-    FULL_MATRIX_MAX_FEATURES,
-    run_epoch_full,
-)
+from sklearn_adaprox._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
+from sklearn_adaprox._adagrad_full_fast import run_epoch as run_epoch_full
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox._loss import make_loss
 
@@ -32,12 +30,19 @@ def _full(X, y, sample_weight, *, loss, update, eta, delta, l2, fit_intercept,
     if order is None:
         order = np.arange(X.shape[0])
     data, indices, indptr, is_dense, n_features = as_row_arrays(X)
+    d = X.shape[1]
+    problem = FullMatrixProblem(
+        loss=make_loss(loss), update=update, eta=eta, delta=delta, l2=l2,
+        fit_intercept=fit_intercept, coef=w[:d], sum_grad=u[:d], sum_outer_grad=G,
+        intercept=w[d] if fit_intercept else 0.0,
+        intercept_sum_grad=u[d] if fit_intercept else 0.0, t=t)
     sum_loss, sum_weight = run_epoch_full(
-        make_loss(loss), update, eta, delta, l2, fit_intercept, w, u, G, t,
-        data, indices, indptr, is_dense, n_features, np.asarray(y, dtype=np.float64),
-        np.asarray(sample_weight, dtype=np.float64),
+        problem, data, indices, indptr, is_dense, n_features,
+        np.asarray(y, dtype=np.float64), np.asarray(sample_weight, dtype=np.float64),
         np.asarray(order, dtype=np.int64),
     )
+    if fit_intercept:  # the intercept is the last coordinate of w and u
+        w[d], u[d] = problem.intercept, problem.intercept_sum_grad
     return w, u, G, sum_loss, sum_weight
 
 
@@ -261,10 +266,12 @@ def test_invalid_arguments(correlated_problem):
         _full(X, y, sample_weight, update="ftrl_proximal", **params)
     data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     with pytest.raises(ValueError, match="G"):
-        run_epoch_full(make_loss("hinge"), "dual_averaging", 0.5, 0.1, 0.0, True,
-                       np.zeros(7), np.zeros(7), np.zeros((6, 6)), 0, data, indices,
-                       indptr, is_dense, n_features, y, sample_weight,
-                       np.arange(40, dtype=np.int64))
+        problem = FullMatrixProblem(
+            loss=make_loss("hinge"), update="dual_averaging", eta=0.5, delta=0.1, l2=0.0,
+            fit_intercept=True, coef=np.zeros(6), sum_grad=np.zeros(6),
+            sum_outer_grad=np.zeros((6, 6)), intercept=0.0, intercept_sum_grad=0.0, t=0)
+        run_epoch_full(problem, data, indices, indptr, is_dense, n_features, y,
+                       sample_weight, np.arange(40, dtype=np.int64))
 
 
 def test_max_features_is_a_positive_int():

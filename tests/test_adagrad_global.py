@@ -1,5 +1,5 @@
 """The binary AdaGrad kernel for the l-infinity penalty and the l1-ball
-constraint (``run_epoch_global``) against its NumPy transcription, and its
+constraint (``_adagrad_coupled_fast``) against its NumPy transcription, and its
 own invariants."""
 import itertools
 
@@ -9,7 +9,9 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 
 from reference.prox import adagrad_global_reference
-from sklearn_adaprox._adagrad_fast import AdaGradProblem, run_epoch, run_epoch_global
+from sklearn_adaprox._adagrad_coupled_fast import CoupledProblem
+from sklearn_adaprox._adagrad_coupled_fast import run_epoch as run_epoch_global
+from sklearn_adaprox._adagrad_fast import AdaGradProblem, run_epoch
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox._loss import make_loss
 
@@ -62,11 +64,16 @@ def _run(X, y, sample_weight, order, state, *, loss, update, penalty, eta=ETA,
     coef, u, ssq, intercept_state, t = state
     data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     order = np.asarray(order, dtype=np.int64)
+    problem = CoupledProblem(
+        loss=make_loss(loss), update=update, penalty=penalty, eta=eta, delta=delta,
+        strength=strength, fit_intercept=fit_intercept, coef=coef, sum_grad=u,
+        sum_sq_grad=ssq, intercept=intercept_state[0],
+        intercept_sum_grad=intercept_state[1], intercept_sum_sq_grad=intercept_state[2],
+        t=t)
     sum_loss, sum_weight = run_epoch_global(
-        make_loss(loss), update, penalty, eta, delta, strength, fit_intercept,
-        coef, u, ssq, intercept_state, t, data, indices, indptr, is_dense, n_features,
-        y, sample_weight, order,
-    )
+        problem, data, indices, indptr, is_dense, n_features, y, sample_weight, order)
+    intercept_state[:] = (problem.intercept, problem.intercept_sum_grad,
+                          problem.intercept_sum_sq_grad)
     t += int(np.count_nonzero(sample_weight[order]))
     return (coef, u, ssq, intercept_state, t), sum_loss, sum_weight
 

@@ -99,8 +99,9 @@ def test_support_tracking_equals_brute_force_scan(small_sparse_problem, layout):
     trace = np.zeros((order.shape[0], 2), dtype=np.int64)
     # in three calls: the heap is rebuilt from (u, t) at each
     for lo, hi in [(0, 100), (100, 401), (401, 600)]:
-        problem = RDAProblem(Log(), gamma, lam, True, u, state["u_b"], state["t"],
-                             state["last"])
+        problem = RDAProblem(loss=Log(), gamma=gamma, l1=lam, fit_intercept=True,
+                             sum_grad=u, intercept_sum_grad=state["u_b"], t=state["t"],
+                             last_change=state["last"])
         part = np.zeros((hi - lo, 2), dtype=np.int64)
         run_epoch_instrumented(problem, *rows, y, sw, order[lo:hi], 0, NEVER, 100, part)
         trace[lo:hi] = part
@@ -124,7 +125,9 @@ def test_identification_hook_equals_brute_force(small_sparse_problem):
                             target=target)
         hit_counts.append(ref["hits"])
         hits = np.full(2, -1, dtype=np.int64)
-        problem = RDAProblem(Log(), 0.5, 0.03, True, np.zeros(25), 0.0, 0, 0)
+        problem = RDAProblem(loss=Log(), gamma=0.5, l1=0.03, fit_intercept=True,
+                             sum_grad=np.zeros(25), intercept_sum_grad=0.0, t=0,
+                             last_change=0)
         run_epoch_instrumented(problem, *as_row_arrays(X), y, sw, order, 0, NEVER, 10**9,
                   None, target, hits)
         assert_array_equal(hits, ref["hits"])
@@ -138,7 +141,9 @@ def test_kernel_stops_at_tau_stable_iterates(small_sparse_problem):
     order = np.tile(np.arange(300), 3).astype(np.int64)
     ref = rda_reference(X, y, sw, order, gamma=0.5, lam=0.03, fit_intercept=True)
     tau, switch_from = 15, 300
-    problem = RDAProblem(Log(), 0.5, 0.03, True, np.zeros(25), 0.0, 0, 0)
+    problem = RDAProblem(loss=Log(), gamma=0.5, l1=0.03, fit_intercept=True,
+                         sum_grad=np.zeros(25), intercept_sum_grad=0.0, t=0,
+                         last_change=0)
     _, _, pos, switched = run_epoch(problem, *as_row_arrays(X), y, sw, order, 0,
                                     switch_from, tau)
     assert switched

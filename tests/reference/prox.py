@@ -1,5 +1,5 @@
 """Independent NumPy versions of the solvers of ``sklearn_adaprox._prox`` and a
-NumPy transcription of ``run_epoch_global``.
+NumPy transcription of the coupled AdaGrad kernel (``_adagrad_coupled_fast``).
 
 The Cython solvers find the weighted-l1 threshold by (partial) sorting and
 the group-l2 root by bisection on theta; here the threshold is found by
@@ -105,7 +105,7 @@ def adagrad_global_reference(
     callback=None,
 ):
     """One eager pass of binary AdaGrad with the l-infinity penalty or the
-    l1-ball constraint, the rules of ``run_epoch_global`` written out.
+    l1-ball constraint, the rules of ``_adagrad_coupled_fast`` written out.
 
     Returns ``(w, u, ssq, [b, u_b, ssq_b], t, sum_loss, sum_weight)``;
     ``callback(w)`` is called after every step.

@@ -1,0 +1,313 @@
+"""Multinomial AdaGrad kernel (Duchi, Hazan & Singer 2011).
+
+One weight matrix W (n_features x n_classes) for all
+classes, learnt from a multinomial loss of the class scores
+p_k = <W[:, k], x> + b_k.  Every entry W[j, k] has its own AdaGrad sums
+(u_jk, ssq_jk), so H is diagonal over the entries.  The gradient of a row x
+is x_j * d_k on entry (j, k) (d = dloss/dp), so a step touches the rows of
+W whose feature is in x: O(n_classes * nnz).
+
+Penalties: element-wise ("l2", "l1", elastic net: the binary closed forms
+entry by entry), or a mixed norm over the rows of W,
+phi(W) = lam * sum_j ||W[j, :]||_p with p = 2 ("l1_l2") or p = inf
+("l1_linf"), which drops a feature for every class at once.  With diagonal
+H the composite step splits by rows into
+    min_x  <v, x> + 1/2 <x, diag(D) x> + lam' ||x||_p
+solved exactly by ``_prox`` (paper, section 5):
+* dual averaging: v = eta u_j, D = H_j, lam' = eta lam t: a closed form of
+  the row's sums and t, read lazily like the binary case;
+* mirror descent: v = eta g_j - H_j w_j, D = H_j, lam' = eta lam.  A row
+  that the step does not touch still shrinks (v = -H_j w_j).  For p = inf
+  k such steps are one step with k lam' (see current_row); for p = 2 with
+  unequal D there is no closed form, so the idle steps are replayed when
+  the row is next read, stopping as soon as the row reaches zero (where it
+  stays).
+"""
+import numpy as np
+
+cimport cython
+from cython cimport floating
+from libc.math cimport sqrt
+from libc.stdint cimport int64_t
+
+from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyper,
+                              da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
+                              intercept_step, make_hyper, md_idle_steps, md_prox)
+from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
+from ._loss cimport MultinomialLoss
+from ._prox cimport group_l2_prox, linf_prox, prox_work_size
+
+cdef enum:
+    ELEMENTWISE = 0
+    GROUP_L2 = 1
+    GROUP_LINF = 2
+
+PENALTY_CODES = {"elementwise": ELEMENTWISE, "l1_l2": GROUP_L2, "l1_linf": GROUP_LINF}
+
+
+# final: the kernel's calls of its cdef methods are direct (no vtable),
+# so the C compiler can inline them into the inner loops
+@cython.final
+cdef class MultinomialProblem:
+    """State of a multinomial AdaGrad model for the length of one pass.
+
+    Built from the estimator's per-class arrays of shape (n_classes,
+    n_features); the kernel works on their transposes (rows = features, so a
+    touched feature's entries are adjacent) and ``store`` writes them back.
+    """
+    cdef MultinomialLoss loss
+    cdef Hyper hyper
+    cdef int penalty
+    cdef double group_strength
+    cdef bint fit_intercept
+    cdef Py_ssize_t n_classes
+    cdef double[:, ::1] coef_out       # caller's (n_classes, n_features) arrays
+    cdef double[:, ::1] sum_grad_out
+    cdef double[:, ::1] sum_sq_grad_out
+    cdef double[:, ::1] W              # (n_features, n_classes)
+    cdef double[:, ::1] acc            # (n_features, 2 n_classes): (u, root) pairs
+    cdef int64_t[::1] last_step        # mirror descent: step at which row j is current
+    cdef double[::1] intercept
+    cdef double[::1] intercept_sum_grad
+    cdef double[::1] intercept_sum_sq_grad
+    cdef double[:, ::1] work           # scratch rows: scores, gradient, v, D, prox work
+    cdef public int64_t t
+
+    def __init__(self, *, MultinomialLoss loss, str update, str penalty, double eta,
+                 double delta, double l1, double l2, double group_strength,
+                 bint fit_intercept, double[:, ::1] coef, double[:, ::1] sum_grad,
+                 double[:, ::1] sum_sq_grad, double[::1] intercept,
+                 double[::1] intercept_sum_grad, double[::1] intercept_sum_sq_grad,
+                 int64_t t, bint adaptive=True):
+        if (sum_grad.shape[0] != coef.shape[0] or sum_grad.shape[1] != coef.shape[1]
+                or sum_sq_grad.shape[0] != coef.shape[0]
+                or sum_sq_grad.shape[1] != coef.shape[1]
+                or intercept.shape[0] != coef.shape[0]
+                or intercept_sum_grad.shape[0] != coef.shape[0]
+                or intercept_sum_sq_grad.shape[0] != coef.shape[0]):
+            raise ValueError("The per-class state arrays must have one shape.")
+        self.loss = loss
+        self.hyper = make_hyper(update, eta, delta, l1, l2, adaptive)
+        self.penalty = PENALTY_CODES[penalty]
+        self.group_strength = group_strength
+        self.fit_intercept = fit_intercept
+        self.n_classes = coef.shape[0]
+        self.coef_out = coef
+        self.sum_grad_out = sum_grad
+        self.sum_sq_grad_out = sum_sq_grad
+        self.intercept = intercept
+        self.intercept_sum_grad = intercept_sum_grad
+        self.intercept_sum_sq_grad = intercept_sum_sq_grad
+        self.t = t
+        n_features = coef.shape[1]
+        self.W = np.ascontiguousarray(np.asarray(coef).T)
+        acc = np.empty((n_features, 2 * self.n_classes))
+        acc[:, 0::2] = np.asarray(sum_grad).T
+        acc[:, 1::2] = np.sqrt(np.asarray(sum_sq_grad).T)
+        self.acc = acc
+        self.last_step = np.full(n_features, t, dtype=np.int64)
+        self.work = np.zeros((5, self.n_classes + prox_work_size(self.n_classes)))
+
+    cdef void current_row(self, Py_ssize_t j) noexcept nogil:
+        """Bring row j of W to step t (weights of step t, before step t+1)."""
+        cdef Py_ssize_t k, K = self.n_classes
+        cdef Hyper h = self.hyper
+        cdef double* w = &self.W[j, 0]
+        cdef double* acc = &self.acc[j, 0]
+        cdef double* v = &self.work[2, 0]
+        cdef double* D = &self.work[3, 0]
+        cdef int64_t idle, idle_steps
+        cdef double lam_scale
+        if h.update == MIRROR_DESCENT:
+            idle = self.t - self.last_step[j]
+            self.last_step[j] = self.t
+            if self.penalty == ELEMENTWISE:
+                for k in range(K):
+                    w[k] = md_idle_steps(w[k], acc[2 * k + 1], idle, h)
+                return
+            if self.penalty == GROUP_LINF and idle > 0:
+                # An idle l-infinity step clips the row's magnitudes at the
+                # theta with sum_k D_k (|w_k| - theta)_+ = eta lam; a second
+                # one clips the clipped row, and the two sums add up, so k
+                # idle steps are one step with k eta lam: exact, O(K log K).
+                idle_steps = 1
+                lam_scale = <double> idle
+            else:
+                idle_steps = idle
+                lam_scale = 1.0
+            # l1/l2 (unequal D): no closed form, replay the idle steps
+            while idle_steps > 0 and not row_is_zero(w, K):
+                for k in range(K):
+                    D[k] = h.delta + acc[2 * k + 1]
+                    v[k] = -D[k] * w[k]
+                self.row_prox(h.eta * self.group_strength * lam_scale, w)
+                idle_steps -= 1
+            return
+        if h.update == FTRL_PROXIMAL:
+            for k in range(K):
+                w[k] = ftrl_weight(acc[2 * k], acc[2 * k + 1], <double> self.t, h)
+            return
+        # dual averaging
+        if self.penalty == ELEMENTWISE:
+            for k in range(K):
+                w[k] = da_weight(acc[2 * k], da_root(acc[2 * k + 1], self.t, h),
+                                 <double> self.t, h)
+            return
+        for k in range(K):
+            D[k] = h.delta + da_root(acc[2 * k + 1], self.t, h)
+            v[k] = h.eta * acc[2 * k]
+        self.row_prox(h.eta * self.group_strength * self.t, w)
+
+    cdef void row_prox(self, double lam, double* x) noexcept nogil:
+        """x = argmin <v, x> + 1/2 <x, diag(D) x> + lam ||x||_p with v, D in
+        the scratch rows 2 and 3."""
+        cdef Py_ssize_t K = self.n_classes
+        if self.penalty == GROUP_L2:
+            group_l2_prox(&self.work[2, 0], &self.work[3, 0], K, lam, x)
+        else:
+            linf_prox(&self.work[2, 0], &self.work[3, 0], K, lam, x, &self.work[4, 0])
+
+    cdef void step_feature(self, Py_ssize_t j, double xj, const double* d) noexcept nogil:
+        """Step t on row j (already current at t - 1) for the gradient
+        x_j * d (d = dloss/dp, zero on the classes the loss did not move)."""
+        cdef Py_ssize_t k, K = self.n_classes
+        cdef Hyper h = self.hyper
+        cdef double* w = &self.W[j, 0]
+        cdef double* acc = &self.acc[j, 0]
+        cdef double* v = &self.work[2, 0]
+        cdef double* D = &self.work[3, 0]
+        cdef double g, root, H
+        for k in range(K):
+            g = d[k] * xj
+            root = acc[2 * k + 1]
+            if g != 0.0:
+                root = sqrt(root * root + g * g)
+                if h.update == FTRL_PROXIMAL:
+                    acc[2 * k] += ftrl_z_step(g, acc[2 * k + 1], root, w[k], h)
+                else:
+                    acc[2 * k] += g
+                acc[2 * k + 1] = root
+            if h.update != MIRROR_DESCENT:
+                continue  # weights are closed forms of the sums
+            H = h.delta + root
+            if self.penalty == ELEMENTWISE:
+                if H > 0.0:  # H == 0 only for a zero weight that never moved
+                    w[k] = md_prox(w[k] - h.eta * g / H, H, h)
+            else:
+                D[k] = H
+                v[k] = h.eta * g - H * w[k]
+        if h.update == MIRROR_DESCENT:
+            self.last_step[j] = self.t
+            if self.penalty != ELEMENTWISE:
+                self.row_prox(h.eta * self.group_strength, w)
+
+    cdef void step_intercept(self, const double* d) noexcept nogil:
+        cdef Py_ssize_t k
+        for k in range(self.n_classes):
+            if d[k] != 0.0:
+                self.intercept[k] = intercept_step(
+                    self.intercept[k], &self.intercept_sum_grad[k],
+                    &self.intercept_sum_sq_grad[k], d[k], <double> self.t, self.hyper)
+
+    cdef void current_intercepts(self) noexcept nogil:
+        """The non-adaptive dual-averaging intercepts depend on t as well."""
+        cdef Py_ssize_t k
+        if self.hyper.update == DUAL_AVERAGING and not self.hyper.adaptive:
+            for k in range(self.n_classes):
+                self.intercept[k] = da_intercept(self.intercept_sum_grad[k], 0.0,
+                                                 <double> self.t, self.hyper)
+
+    cdef void store(self) noexcept nogil:
+        """Every row current at t, then everything back to the caller."""
+        cdef Py_ssize_t j, k
+        self.current_intercepts()
+        for j in range(self.W.shape[0]):
+            self.current_row(j)
+            for k in range(self.n_classes):
+                self.coef_out[k, j] = self.W[j, k]
+                self.sum_grad_out[k, j] = self.acc[j, 2 * k]
+                self.sum_sq_grad_out[k, j] = self.acc[j, 2 * k + 1] * self.acc[j, 2 * k + 1]
+
+
+cdef inline bint row_is_zero(const double* w, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(n):
+        if w[k] != 0.0:
+            return False
+    return True
+
+
+cdef bint all_class_indices(const double[::1] y, Py_ssize_t n_classes) noexcept nogil:
+    """True if every entry of y is an integer in [0, n_classes): the kernel
+    indexes the class scores with it."""
+    cdef Py_ssize_t i
+    for i in range(y.shape[0]):
+        if not (0.0 <= y[i] < n_classes) or y[i] != <double> <Py_ssize_t> y[i]:
+            return False
+    return True
+
+
+def run_epoch(MultinomialProblem problem,
+              const floating[::1] X_data,
+              const index_t[::1] X_indices,
+              const index_t[::1] X_indptr,
+              bint is_dense,
+              Py_ssize_t n_features,
+              const double[::1] y,
+              const double[::1] sample_weight,
+              const int64_t[::1] order):
+    """One predict-then-learn pass over ``X[order]``; y holds class indices
+    (0 .. n_classes - 1, as floats).  Rows of zero weight are not steps.
+    Returns ``(sum of weight * loss before each step, sum of weights)``."""
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     problem.W.shape[0], y.shape[0], sample_weight, order)
+    cdef Py_ssize_t K = problem.n_classes
+    if not all_class_indices(y, K):
+        raise ValueError(f"y must hold class indices in [0, {K}).")
+    cdef double* scores = &problem.work[0, 0]
+    cdef double* d = &problem.work[1, 0]
+    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
+    cdef const floating* x
+    cdef const index_t* idx
+    cdef Py_ssize_t s, i, k, e, j, nnz
+    cdef double sw, value, sum_loss = 0.0, sum_weight = 0.0
+    cdef bint moved
+
+    with nogil:
+        for s in range(rows.n_steps):
+            nnz = step_row(&rows, s, &i, &x, &idx)
+            sw = sample_weight[i]
+            if sw == 0.0:
+                continue
+
+            # Predict with the weights of step t ...
+            problem.current_intercepts()
+            for k in range(K):
+                scores[k] = problem.intercept[k]
+            for e in range(nnz):
+                if x[e] == 0.0:
+                    continue
+                j = idx[e]
+                problem.current_row(j)
+                for k in range(K):
+                    scores[k] += problem.W[j, k] * x[e]
+            value = problem.loss.loss_gradient(scores, K, <Py_ssize_t> y[i], d)
+            sum_loss += sw * value
+            sum_weight += sw
+
+            # ... then take step t + 1 with gradient x_j * sw * d on W[j, :].
+            problem.t += 1
+            moved = False
+            for k in range(K):
+                d[k] *= sw
+                moved = moved or d[k] != 0.0
+            if not moved:
+                continue  # idle step: covered when the rows are next read
+            for e in range(nnz):
+                if x[e] != 0.0:
+                    problem.step_feature(idx[e], x[e], d)
+            if problem.fit_intercept:
+                problem.step_intercept(d)
+
+        problem.store()
+    return sum_loss, sum_weight
