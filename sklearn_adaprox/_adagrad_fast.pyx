@@ -11,8 +11,8 @@ element-wise or mixed-norm penalties over its rows, O(n_classes nnz)) and
 One call of ``run_epoch`` makes one pass over the rows named by ``order`` for
 one binary problem.  A step costs O(nnz of the row): a weight whose feature
 is absent from the row is not touched and is brought up to date, exactly and
-in closed form, the next time its feature is read (and for every feature by
-``finish`` at the end of the pass, so the caller's ``coef`` is current).
+in closed form, the next time its feature is read (``coef_into`` / ``coef_at``
+of the Problem read the weights of every, or of some, features at step t).
 
 Per coordinate i the state is ``u_i`` (sum of gradients; for FTRL-Proximal
 the shifted sum ``z_i``), ``ssq_i`` (sum of squared gradients) and, for mirror

@@ -34,6 +34,7 @@ where ``<theta_t, z_t> = c_z <theta_t, s>`` and ``||z_t||^2 = c_z^2 ||s||^2``
 come from the row alone.
 """
 
+cimport cython
 from cython cimport floating
 from libc.math cimport fmax, fmin
 from libc.stdint cimport int64_t
@@ -55,6 +56,7 @@ UPDATE_CODES = {
 }
 
 
+@cython.final
 cdef class ImplicitFTRLProblem:
     """State of one (binary or regression) problem for the length of one call.
 
