@@ -223,12 +223,11 @@ def pass_order(n_samples, rng, shuffle):
     return np.arange(n_samples, dtype=np.int64)
 
 
-@contextlib.contextmanager
 def problem_threads(n_problems, n_jobs):
     """The threads that run the ``n_problems`` binary problems of one call
-    (the kernels release the GIL): a thread pool of ``n_jobs`` threads
-    (joblib's meaning, ``parallel_config`` included) for several problems,
-    None when they run one after another in this thread.
+    (the kernels release the GIL), as a context manager: a thread pool of
+    ``n_jobs`` threads (joblib's meaning, ``parallel_config`` included) for
+    several problems, None when they run one after another in this thread.
 
     A plain pool, kept for the whole call: joblib's ``Parallel`` collects
     its results at fixed polling intervals, which on a small pass or a
@@ -237,10 +236,8 @@ def problem_threads(n_problems, n_jobs):
     """
     n_threads = min(effective_n_jobs(n_jobs), n_problems) if n_problems > 1 else 1
     if n_threads <= 1:
-        yield None
-        return
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        yield pool
+        return contextlib.nullcontext()
+    return ThreadPoolExecutor(max_workers=n_threads)
 
 
 def map_problems(solve, n_problems, threads):

@@ -257,6 +257,9 @@ _KERNELS = (
     ),
 )
 
+# the row each combination of (multi_class, matrix, penalty, l1_ball is
+# None) selects, filled as combinations are met (see _kernel)
+_KERNEL_OF_OPTIONS = {}
 
 
 class AdaGradClassifier(BaseOnlineLinearClassifier):
@@ -645,7 +648,15 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     def _kernel(self):
         """The row of ``_KERNELS`` that the current options select."""
-        return next(row for row in _KERNELS if row.selects(self))
+        # consulted several times per call: remembered per combination of
+        # the options that the rows' ``selects`` read (a one-row partial_fit
+        # would otherwise spend a tenth of its time here)
+        options = (self.multi_class, self.matrix, self.penalty, self.l1_ball is None)
+        row = _KERNEL_OF_OPTIONS.get(options)
+        if row is None:
+            row = next(row for row in _KERNELS if row.selects(self))
+            _KERNEL_OF_OPTIONS[options] = row
+        return row
 
     def _state_layout(self):
         """(per-class weight matrix?, shape of one full matrix G or (0, 0))
