@@ -8,9 +8,9 @@ different machine would change.  Four tables, on one core:
    (Fisher-Yates on SplitMix64 draws, ``_dataset.pyx``) against NumPy's
    ``RandomState.permutation``, beside a one-pass ``AdaGradClassifier`` fit
    on as many text-like rows, which every epoch of ``fit`` pays it for;
-2. ``problem_call``: one binary problem called directly against the same
-   call through a joblib thread pool (``map_problems`` in ``_base.py`` calls
-   a single problem directly), beside ``partial_fit`` chunks of 10 and 300
+2. ``problem_call``: a task through a joblib thread pool and through a
+   plain thread pool (``problem_threads`` in ``_base.py``, which calls a
+   single problem directly), beside ``partial_fit`` chunks of 10 and 300
    rows;
 3. ``take_columns``: gathering the columns of a chunk from a wide
    one-vs-rest state with ``np.take`` against fancy indexing
@@ -26,6 +26,7 @@ different machine would change.  Four tables, on one core:
 import argparse
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -73,6 +74,7 @@ def problem_call_table(repeat):
     RESULTS.table("problem_call", "One binary problem: direct call or a joblib pool (ms)",
                   ["what", "time (ms)"],
                   notes="A no-op task through Parallel(n_jobs=2, prefer='threads') "
+                  "and through a plain ThreadPoolExecutor (what the estimators use), "
                   "against a direct call, beside partial_fit of text-like chunks "
                   "(2**16 columns) that continue a fitted binary model.")
     X, y = make_sparse_zipf(2_000, 2**16, random_state=0)[:2]
@@ -81,7 +83,13 @@ def problem_call_table(repeat):
     direct = best_time(lambda: [None for _ in range(1)], repeat * 100)
     pool = best_time(lambda: Parallel(n_jobs=2, prefer="threads", require="sharedmem")(
         delayed(lambda: None)() for _ in range(1)), repeat * 20)
-    rows = [("direct call", direct), ("joblib thread pool, one task", pool)]
+    def plain_pool():
+        with ThreadPoolExecutor(max_workers=2) as threads:
+            list(threads.map(lambda k: None, range(2)))
+
+    plain = best_time(plain_pool, repeat * 20)
+    rows = [("direct call", direct), ("joblib thread pool, one task", pool),
+            ("plain thread pool (started, two tasks, joined)", plain)]
     for size in (10, 300):
         rows.append((f"partial_fit of {size} rows",
                      best_time(lambda: est.partial_fit(X[1000:1000 + size],
