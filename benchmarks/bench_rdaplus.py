@@ -79,7 +79,7 @@ from threadpoolctl import threadpool_limits
 from sklearn_adaprox import RDAPlusClassifier
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox._loss import Log
-from sklearn_adaprox._rda_fast import NEVER, RDAProblem, run_epoch, run_epoch_instrumented
+from sklearn_adaprox._rda_fast import RDAProblem, run_epoch, run_epoch_instrumented
 
 from _results import Results  # --json: the tables as a result file
 
@@ -253,7 +253,7 @@ def run_rda_for(X, yp, alpha, gamma, budget, seed=0):
     while epochs == 0 or spent < budget:
         order = rng.permutation(X.shape[0]).astype(np.int64)
         t0 = time.perf_counter()
-        run_epoch(problem, *rows, yp, sw, order, 0, NEVER, 1 << 62)
+        run_epoch(problem, *rows, yp, sw, order, 0)
         spent += time.perf_counter() - t0
         epochs += 1
     w = np.zeros(X.shape[1])
@@ -336,8 +336,7 @@ def identification_runs(X, yp, lam, gamma, target, shuffles, max_epochs):
         hits = np.full(2, -1, dtype=np.int64)
         for _ in range(max_epochs):
             order = rng.permutation(n).astype(np.int64)
-            run_epoch_instrumented(problem, *rows, yp, sw, order, 0, NEVER, 1 << 62, None,
-                                   target, hits)
+            run_epoch_instrumented(problem, *rows, yp, sw, order, 0, None, target, hits)
             if hits[0] >= 0 and hits[1] >= 0:
                 break
         cap = max_epochs * n

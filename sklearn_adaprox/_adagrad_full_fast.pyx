@@ -59,11 +59,9 @@ from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
 from ._loss cimport Loss
 
 # Largest n_features the estimator accepts for the full-matrix update.  A
-# dense step is one m x m eigendecomposition, O(m^3): measured with one BLAS
-# thread on the development machine, dual averaging takes about 0.2 ms at
-# m = 50, 1 ms at m = 100, 3.5 ms at m = 200, 13 ms at m = 400, 52 ms at
-# m = 800 and 0.1-0.15 s at m = 1000, so 800 keeps a step near 0.05 s,
-# below 0.1 s with room for a slower machine.
+# dense step is one m x m eigendecomposition, O(m^3): at 800 a step stays
+# well under 0.1 s on a laptop-class core, with room for a slower machine
+# (measured by benchmarks/bench_design_choices.py, table full_matrix).
 FULL_MATRIX_MAX_FEATURES = 800
 
 # A sufficient condition for "every eigenvalue of H + cP is above the

@@ -142,7 +142,10 @@ cdef class RDAProblem:
 
     Built from the estimator's fitted NumPy arrays: ``sum_grad`` is a view the
     kernel updates in place; the intercept sum, ``t`` and ``last_change`` are
-    read back through the attributes.  The sign pattern and the heap are
+    read back through the attributes.  ``switch_from`` and ``tau`` are the
+    call's switching rule: a pass stops after a step ``t >= switch_from``
+    once ``tau`` consecutive iterates kept one sign pattern (the defaults
+    never switch).  The sign pattern and the heap are
     rebuilt from ``(u, t)`` here (O(d log d), once per call) and are never
     kept as fitted state.
     """
@@ -156,6 +159,8 @@ cdef class RDAProblem:
     cdef int64_t[::1] pos
     cdef int64_t[::1] key
     cdef Py_ssize_t heap_size
+    cdef int64_t switch_from
+    cdef int64_t tau
     cdef public double intercept_sum_grad
     cdef public int64_t t
     cdef public int64_t last_change
@@ -163,7 +168,7 @@ cdef class RDAProblem:
 
     def __init__(self, *, Loss loss, double gamma, double l1, bint fit_intercept,
                  double[::1] sum_grad, double intercept_sum_grad, int64_t t,
-                 int64_t last_change):
+                 int64_t last_change, int64_t switch_from=NEVER, int64_t tau=NEVER):
         cdef Py_ssize_t d = sum_grad.shape[0]
         cdef Py_ssize_t j
         cdef double au
@@ -172,6 +177,8 @@ cdef class RDAProblem:
         self.l1 = l1
         self.fit_intercept = fit_intercept
         self.sum_grad = sum_grad
+        self.switch_from = switch_from
+        self.tau = tau
         self.intercept_sum_grad = intercept_sum_grad
         self.t = t
         self.last_change = last_change
@@ -293,8 +300,7 @@ cdef struct PassEnd:
 cdef inline PassEnd _rda_pass(
         RDAProblem problem, Loss loss, RowPass* rows, const floating** row_data,
         const index_t** row_indices, Py_ssize_t n_features, const double* y,
-        const double* sample_weight, Py_ssize_t start, int64_t switch_from,
-        int64_t tau, bint instrumented,
+        const double* sample_weight, Py_ssize_t start, bint instrumented,
         int64_t* trace, Py_ssize_t trace_stride, bint have_target, const int8_t* tgt,
         int64_t* hit, int64_t target_size, int64_t mismatch) noexcept nogil:
     cdef double gamma = problem.gamma
@@ -417,7 +423,7 @@ cdef inline PassEnd _rda_pass(
                 hit[1] = t
             if hit[0] >= 0 and hit[1] >= 0:
                 break
-        if t >= switch_from and t - last_change + 1 >= tau:
+        if t >= problem.switch_from and t - last_change + 1 >= problem.tau:
             switched = True
             break
 
@@ -439,15 +445,13 @@ def run_epoch(RDAProblem problem,
               const double[::1] y,
               const double[::1] sample_weight,
               const int64_t[::1] order,
-              Py_ssize_t start,
-              int64_t switch_from,
-              int64_t tau):
+              Py_ssize_t start):
     """Predict-then-learn RDA steps over ``X[order[start:]]``; y in {-1, +1}.
 
     Rows of zero weight are not steps.  After a step ``t`` with
-    ``t >= switch_from`` and ``t - last_change + 1 >= tau`` (``tau``
-    consecutive iterates on one sign pattern) the pass stops early: the
-    caller switches to the local phase and may resume at the returned
+    ``t >= problem.switch_from`` and ``t - last_change + 1 >= problem.tau``
+    (``tau`` consecutive iterates on one sign pattern) the pass stops early:
+    the caller switches to the local phase and may resume at the returned
     position.
 
     Returns ``(sum of weight * loss before each step, sum of weights,
@@ -457,8 +461,7 @@ def run_epoch(RDAProblem problem,
     cdef const int8_t[::1] no_target = None
     cdef int64_t[::1] no_hits = None
     return _checked_pass(problem, X_data, X_indices, X_indptr, is_dense, n_features, y,
-                         sample_weight, order, start, switch_from, tau, False, no_trace,
-                         no_target, no_hits)
+                         sample_weight, order, start, False, no_trace, no_target, no_hits)
 
 
 def run_epoch_instrumented(RDAProblem problem,
@@ -471,8 +474,6 @@ def run_epoch_instrumented(RDAProblem problem,
                            const double[::1] sample_weight,
                            const int64_t[::1] order,
                            Py_ssize_t start,
-                           int64_t switch_from,
-                           int64_t tau,
                            int64_t[:, ::1] trace=None,
                            const int8_t[::1] target=None,
                            int64_t[::1] hits=None):
@@ -491,8 +492,7 @@ def run_epoch_instrumented(RDAProblem problem,
     count is kept up to date at each sign change, O(1).
     """
     return _checked_pass(problem, X_data, X_indices, X_indptr, is_dense, n_features, y,
-                         sample_weight, order, start, switch_from, tau, True, trace,
-                         target, hits)
+                         sample_weight, order, start, True, trace, target, hits)
 
 
 cdef tuple _checked_pass(RDAProblem problem,
@@ -505,8 +505,6 @@ cdef tuple _checked_pass(RDAProblem problem,
                          const double[::1] sample_weight,
                          const int64_t[::1] order,
                          Py_ssize_t start,
-                         int64_t switch_from,
-                         int64_t tau,
                          bint instrumented,
                          int64_t[:, ::1] trace,
                          const int8_t[::1] target,
@@ -548,10 +546,10 @@ cdef tuple _checked_pass(RDAProblem problem,
     with nogil:
         if instrumented:
             end = _rda_pass(problem, loss, &rows, &row_data, &row_indices, n_features,
-                            y_ptr, sw_ptr, start, switch_from, tau, True, trace_ptr,
+                            y_ptr, sw_ptr, start, True, trace_ptr,
                             trace_stride, have_target, tgt, hit, target_size, mismatch)
         else:
             end = _rda_pass(problem, loss, &rows, &row_data, &row_indices, n_features,
-                            y_ptr, sw_ptr, start, switch_from, tau, False, NULL, 0, False,
+                            y_ptr, sw_ptr, start, False, NULL, 0, False,
                             NULL, NULL, 0, 0)
     return end.sum_loss, end.sum_weight, end.position, end.switched

@@ -1021,8 +1021,9 @@ class ThreadShardedTrainer(_ShardedTrainer):
             _, shards, changed = kept
         self.__dict__.pop("_kept_shards", None)
         start = time.perf_counter()
-        # a plain thread pool: joblib's collects results at 10 ms intervals,
-        # as long as a whole pass over a small data set
+        # a plain thread pool: joblib's polls for its results, which costs
+        # as much as a whole pass over a small data set
+        # (benchmarks/bench_design_choices.py, table problem_call)
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
             for epoch in range(self.max_iter):
                 order = (rng.permutation(_n_rows(X)) if self.shuffle

@@ -421,12 +421,13 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.violation_history_ = [np.zeros((0, 3)) for _ in range(n_problems)]
         self.support_size_history_ = [np.zeros((0, 3)) for _ in range(n_problems)]
 
-    def _problem(self, k):
+    def _problem(self, k, switch_from=NEVER):
         return RDAProblem(
             loss=Log(), gamma=float(self.gamma), l1=float(self.alpha_[k]),
             fit_intercept=bool(self.fit_intercept), sum_grad=self.sum_gradient_[k],
             intercept_sum_grad=float(self.intercept_sum_gradient_[k]),
             t=int(self.rda_t_[k]), last_change=int(self.last_support_change_[k]),
+            switch_from=switch_from, tau=int(self.tau),
         )
 
     def _save_problem(self, k, problem):
@@ -500,9 +501,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         lam = float(self.alpha_[k])
         order = np.arange(y.shape[0], dtype=np.int64)
         problem = self._problem(k)
-        loss, weight, _, _ = run_epoch(
-            problem, *rows, y, sw, order, 0, NEVER, int(self.tau)
-        )
+        loss, weight, _, _ = run_epoch(problem, *rows, y, sw, order, 0)
         self._save_problem(k, problem)
         w, b = self._rda_iterate(k)
         stable = (int(self.rda_t_[k]) - int(self.last_support_change_[k]) + 1
@@ -558,10 +557,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             order = pass_order(n, rng, self.shuffle)
             pos, loss, weight = 0, 0.0, 0.0
             while pos < n:
-                problem = self._problem(k)
-                l_, w_, pos, switched = run_epoch(
-                    problem, *rows, y, sw, order, pos, switch_from, int(self.tau)
-                )
+                problem = self._problem(k, switch_from)
+                l_, w_, pos, switched = run_epoch(problem, *rows, y, sw, order, pos)
                 self._save_problem(k, problem)
                 loss += l_
                 weight += w_

@@ -103,7 +103,7 @@ def test_support_tracking_equals_brute_force_scan(small_sparse_problem, layout):
                              sum_grad=u, intercept_sum_grad=state["u_b"], t=state["t"],
                              last_change=state["last"])
         part = np.zeros((hi - lo, 2), dtype=np.int64)
-        run_epoch_instrumented(problem, *rows, y, sw, order[lo:hi], 0, NEVER, 100, part)
+        run_epoch_instrumented(problem, *rows, y, sw, order[lo:hi], 0, part)
         trace[lo:hi] = part
         assert problem.heap_is_valid()
         assert_array_equal(problem.signs(), sign_pattern(u, problem.t, lam))
@@ -128,8 +128,7 @@ def test_identification_hook_equals_brute_force(small_sparse_problem):
         problem = RDAProblem(loss=Log(), gamma=0.5, l1=0.03, fit_intercept=True,
                              sum_grad=np.zeros(25), intercept_sum_grad=0.0, t=0,
                              last_change=0)
-        run_epoch_instrumented(problem, *as_row_arrays(X), y, sw, order, 0, NEVER, 10**9,
-                  None, target, hits)
+        run_epoch_instrumented(problem, *as_row_arrays(X), y, sw, order, 0, None, target, hits)
         assert_array_equal(hits, ref["hits"])
         if min(ref["hits"]) > 0:
             assert problem.t == max(ref["hits"])  # it stops once both are found
@@ -143,9 +142,8 @@ def test_kernel_stops_at_tau_stable_iterates(small_sparse_problem):
     tau, switch_from = 15, 300
     problem = RDAProblem(loss=Log(), gamma=0.5, l1=0.03, fit_intercept=True,
                          sum_grad=np.zeros(25), intercept_sum_grad=0.0, t=0,
-                         last_change=0)
-    _, _, pos, switched = run_epoch(problem, *as_row_arrays(X), y, sw, order, 0,
-                                    switch_from, tau)
+                         last_change=0, switch_from=switch_from, tau=tau)
+    _, _, pos, switched = run_epoch(problem, *as_row_arrays(X), y, sw, order, 0)
     assert switched
     # the first step t >= switch_from after which tau iterates share a pattern
     steps = np.cumsum(sw[order] != 0)
