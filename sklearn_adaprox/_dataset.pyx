@@ -416,6 +416,21 @@ def as_row_arrays(X):
     return data, indices, indptr, True, n_features
 
 
+cdef RowPass _scanned_rows(const floating[::1] X_data,
+                           const index_t[::1] X_indices,
+                           const index_t[::1] X_indptr,
+                           bint is_dense,
+                           Py_ssize_t n_features,
+                           const double[::1] y,
+                           const double[::1] sample_weight) except *:
+    """The rows of X, checked against y and the weights, for a scan that
+    reads them by index (``row_of``)."""
+    cdef const int64_t[::1] no_order = NO_ROWS
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     n_features, y.shape[0], sample_weight, no_order)
+    return row_pass(X_data, X_indices, X_indptr, is_dense, n_features, no_order)
+
+
 def row_moments(const floating[::1] X_data,
                 const index_t[::1] X_indices,
                 const index_t[::1] X_indptr,
@@ -430,11 +445,8 @@ def row_moments(const floating[::1] X_data,
     that the data-aware defaults (``"auto"`` step sizes) are computed from.
     Dense and sparse copies of the same values, float32 or float64, give the
     same sums (``row_sq_norm``).  No copy of X, O(nnz)."""
-    cdef const int64_t[::1] no_order = NO_ROWS
-    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
-                     n_features, y.shape[0], sample_weight, no_order)
-    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features,
-                                 no_order)
+    cdef RowPass rows = _scanned_rows(X_data, X_indices, X_indptr, is_dense, n_features,
+                                      y, sample_weight)
     cdef const floating* row_data
     cdef const index_t* row_indices
     cdef Py_ssize_t i, nnz
@@ -475,11 +487,8 @@ def gradient_bound(const floating[::1] X_data,
     float32 and float64 copies of the same values give the same G.  No copy
     of X, O(nnz).
     """
-    cdef const int64_t[::1] no_order = NO_ROWS
-    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
-                     n_features, y.shape[0], sample_weight, no_order)
-    cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features,
-                                 no_order)
+    cdef RowPass rows = _scanned_rows(X_data, X_indices, X_indptr, is_dense, n_features,
+                                      y, sample_weight)
     cdef const floating* row_data
     cdef const index_t* row_indices
     cdef Py_ssize_t i, nnz
