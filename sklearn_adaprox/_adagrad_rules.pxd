@@ -150,7 +150,9 @@ cdef inline double md_idle_steps(double w, double root, int64_t k, Hyper h) noex
     if r > 0.0:
         log_c = log1p(r)
         decay = exp(-k * log_c)
-        total_shrink = a * (-expm1(-k * log_c) / r)
+        # without an l1 part (penalty="l2", the default) nothing is shrunk:
+        # skip the second transcendental of the step
+        total_shrink = a * (-expm1(-k * log_c) / r) if a > 0.0 else 0.0
     else:
         decay = 1.0
         total_shrink = a * k
