@@ -217,7 +217,9 @@ _KERNELS = (
         refusals=(
             _MIXED_NORM_NEEDS_MULTINOMIAL,
             _ftrl_refused(lambda est: True),
-            _L1_BALL_REPLACES_PENALTY,
+            (lambda est, n_features: est.l1_ball is not None,
+             lambda est, n_features: ("l1_ball is implemented for the diagonal "
+                                      "metric; use matrix='diagonal' with it.")),
             (lambda est, n_features: est.penalty not in (None, "l2"),
              lambda est, n_features: ("matrix='full' supports penalty='l2' or None; got "
                                       f"penalty={est.penalty!r}.")),
@@ -367,8 +369,8 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         (see ``sklearn_adaprox._adagrad_full_fast``) features.
     l1_ball : float > 0 or None, default=None
         Constrain each weight vector to ``||w||_1 <= l1_ball`` (with
-        ``penalty=None``), by the sort-based weighted projection of the
-        paper's Figure 3.  Like ``penalty="linf"`` this couples all
+        ``penalty=None`` and the diagonal ``matrix``), by the sort-based
+        weighted projection of the paper's Figure 3.  Like ``penalty="linf"`` this couples all
         coordinates: a step costs O(n_features log n_features), for dense
         moderate-dimensional data.
     fit_intercept : bool, default=True

@@ -305,3 +305,22 @@ def test_estimator_refuses_too_many_features_and_changes_nothing():
     assert not hasattr(clf, "coef_") and not hasattr(clf, "n_features_in_")
     with pytest.raises(ValueError, match="penalty='l2' or None"):
         AdaGradClassifier(matrix="full", penalty="l1").fit(X[:, :5], [0, 1, 0, 1])
+
+
+def test_l1_ball_is_refused_with_the_full_matrix_and_nothing_changes():
+    """The l1-ball projection is in the diagonal metric: with matrix='full'
+    the constraint would be dropped silently, so the combination is refused
+    before any state exists, and a fitted model is left as it was."""
+    from sklearn_adaprox import AdaGradClassifier
+
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(30, 4), np.tile([0, 1], 15)
+    clf = AdaGradClassifier(matrix="full", penalty=None, l1_ball=1.0)
+    with pytest.raises(ValueError, match="l1_ball is implemented for the diagonal"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "coef_")
+    fitted = AdaGradClassifier(matrix="full", penalty=None, random_state=0).fit(X, y)
+    coef = fitted.coef_.copy()
+    with pytest.raises(ValueError, match="l1_ball is implemented for the diagonal"):
+        fitted.set_params(l1_ball=1.0).partial_fit(X, y)
+    assert_array_equal(fitted.coef_, coef)
