@@ -615,13 +615,14 @@ def test_pass_over_rows_is_partial_fit_of_the_rows(data, make, sparse):
     once) is partial_fit on a copy of those rows, in their order, bit for
     bit, and the columns it reports are those of the copied rows."""
     X, y, sw = data
-    if not isinstance(make(), ImplicitFTRLRegressor):
+    first = make().set_params(random_state=0)
+    classes = {}
+    if not isinstance(first, ImplicitFTRLRegressor):
         y = np.where(y > 0, "yes", "no")  # labels that are not +-1 go through classes
+        classes = {"classes": np.unique(y)}
     X_in = sp.csr_matrix(X) if sparse else X
     rows = np.random.RandomState(1).permutation(X.shape[0])[:60]
-    first = make().set_params(random_state=0).partial_fit(
-        X_in[:20], y[:20], sample_weight=sw[:20],
-        **({} if isinstance(make(), ImplicitFTRLRegressor) else {"classes": np.unique(y)}))
+    first.partial_fit(X_in[:20], y[:20], sample_weight=sw[:20], **classes)
     copied, in_place = copy.deepcopy(first), copy.deepcopy(first)
     copied.partial_fit(X_in[rows], y[rows], sample_weight=sw[rows])
     prepared = in_place._prepare_rows(X_in, y, sample_weight=sw)
