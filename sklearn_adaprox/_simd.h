@@ -138,6 +138,55 @@ static inline double quotient_sum_avx(const double *acc, const int32_t *idx, con
     return p;
 }
 
+/* The l1 dual-averaging margin: sum over k of w_j x[k], j = idx[k], where
+ * w_j = -copysign(eta e / ((delta + root_j) + l2_shift), u_j) if the excess
+ * e = |u_j| - l1_shift is positive and 0 otherwise; (u_j, root_j) =
+ * (acc[2j], acc[2j + 1]).  The same operations as the scalar da_weight, in
+ * the same order; a zero weight adds nothing (the sum is never -0), so
+ * adding its product is the same as skipping it.  Branch-free: whether a
+ * weight is past its threshold is unpredictable. */
+__attribute__((target("avx")))
+static inline double threshold_quotient_sum_avx(const double *acc, const int32_t *idx,
+                                                const double *x, ptrdiff_t nnz, double eta,
+                                                double delta, double l1_shift, double l2_shift)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    const __m256d zero = _mm256_setzero_pd();
+    const __m256d eta4 = _mm256_set1_pd(eta);
+    const __m256d delta4 = _mm256_set1_pd(delta);
+    const __m256d l1_4 = _mm256_set1_pd(l1_shift);
+    const __m256d l2_4 = _mm256_set1_pd(l2_shift);
+    double q[4];
+    double p = 0.0;
+    ptrdiff_t k = 0;
+    for (; k + 3 < nnz; k += 4) {
+        const double *a0 = acc + 2 * (ptrdiff_t)idx[k];
+        const double *a1 = acc + 2 * (ptrdiff_t)idx[k + 1];
+        const double *a2 = acc + 2 * (ptrdiff_t)idx[k + 2];
+        const double *a3 = acc + 2 * (ptrdiff_t)idx[k + 3];
+        __m256d u = _mm256_set_pd(a3[0], a2[0], a1[0], a0[0]);
+        __m256d root = _mm256_set_pd(a3[1], a2[1], a1[1], a0[1]);
+        __m256d excess = _mm256_sub_pd(_mm256_andnot_pd(sign, u), l1_4);
+        __m256d den = _mm256_add_pd(_mm256_add_pd(delta4, root), l2_4);
+        __m256d mag = _mm256_div_pd(_mm256_mul_pd(eta4, excess), den);
+        /* -copysign(mag, u): mag >= 0 where it is kept, so flip u's sign */
+        __m256d w = _mm256_xor_pd(_mm256_or_pd(mag, _mm256_and_pd(sign, u)), sign);
+        w = _mm256_and_pd(w, _mm256_cmp_pd(excess, zero, _CMP_GT_OQ));
+        _mm256_storeu_pd(q, _mm256_mul_pd(w, _mm256_loadu_pd(x + k)));
+        p += q[0];
+        p += q[1];
+        p += q[2];
+        p += q[3];
+    }
+    for (; k < nnz; k++) {
+        const double *a = acc + 2 * (ptrdiff_t)idx[k];
+        double e = fabs(a[0]) - l1_shift;
+        if (e > 0.0)
+            p += -copysign(eta * e / (delta + a[1] + l2_shift), a[0]) * x[k];
+    }
+    return p;
+}
+
 /* For every k with x[k] != 0 and g = d x[k]: acc[2j] += g and
  * acc[2j + 1] = sqrt(acc[2j + 1]^2 + g^2), j = idx[k] (distinct within a
  * row).  Zero entries (of a dense row) are left alone, as in the scalar
@@ -193,6 +242,15 @@ static inline void root_update_avx(double *acc, const int32_t *idx, const double
                             ptrdiff_t nnz, double d)
 {
     (void)acc; (void)idx; (void)x; (void)nnz; (void)d;
+}
+
+static inline double threshold_quotient_sum_avx(const double *acc, const int32_t *idx,
+                                                const double *x, ptrdiff_t nnz, double eta,
+                                                double delta, double l1_shift, double l2_shift)
+{
+    (void)acc; (void)idx; (void)x; (void)nnz; (void)eta; (void)delta; (void)l1_shift;
+    (void)l2_shift;
+    return 0.0;  /* never called: avx_available() is 0 */
 }
 #endif
 

@@ -225,13 +225,15 @@ def test_defaults_beat_sgdclassifier_defaults_on_a9a_and_one_epoch_comes_close()
 
 @pytest.mark.parametrize("loss", ["hinge", "log_loss"])
 @pytest.mark.parametrize("container", ["csr", "dense"])
-def test_avx_and_sse2_dual_averaging_loops_agree_bit_for_bit(loss, container):
+@pytest.mark.parametrize("penalty, alpha", [("l2", 1e-4), ("l1", 1e-3), ("elasticnet", 3e-3)])
+def test_avx_and_sse2_dual_averaging_loops_agree_bit_for_bit(loss, container, penalty, alpha):
     """The AVX loops (float64 rows, int32 indices, CPUs that have AVX) keep
     the arithmetic and the order of the SSE2 ones; zeros of dense rows are
-    left alone in both."""
+    left alone in both.  With an l1 part, some weights are past their
+    threshold and some are not (both sides of the branch-free AVX select)."""
     X, y = make_sparse_zipf(600, 300, 25, random_state=5)
     X = X.toarray() if container == "dense" else X
-    clf = AdaGradClassifier(loss=loss, penalty="l2", alpha=1e-4, max_iter=2, tol=None,
+    clf = AdaGradClassifier(loss=loss, penalty=penalty, alpha=alpha, max_iter=2, tol=None,
                             random_state=0)
     previous = _adagrad_fast.set_avx(False)
     try:
@@ -245,6 +247,8 @@ def test_avx_and_sse2_dual_averaging_loops_agree_bit_for_bit(loss, container):
     assert_array_equal(avx.coef_, sse2.coef_)
     assert_array_equal(avx.sum_sq_gradient_, sse2.sum_sq_gradient_)
     assert avx.loss_curve_ == sse2.loss_curve_
+    if penalty != "l2":
+        assert 0.1 < np.mean(avx.coef_ == 0) < 0.9
 
 
 def test_simd_paths_of_the_build():
