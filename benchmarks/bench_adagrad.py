@@ -63,6 +63,24 @@ Targets
 * One-vs-rest with ``n_jobs=2`` at least 1.7x faster than with
   ``n_jobs=1`` on two cores: time ratio ``<= 0.59``.
 
+The update-rule table (``--rules``, instead of the sections above) times
+one epoch of every ``update`` x ``penalty`` (l2, l1, elastic net, none) x
+``loss`` (hinge, log_loss) of ``AdaGradClassifier``, with
+``ImplicitFTRLClassifier`` and ``PairwiseAUCClassifier`` (their defaults,
+the loss of each row) beside them, against ``SGDClassifier`` with the same
+loss and penalty (the AUC learner against ``log_loss``, l2; implicit FTRL,
+which has no penalty, against the same loss with none), on hashed text
+(``sms_spam`` and 20 newsgroups, ``HashingVectorizer(n_features=2**20,
+ngram_range=(1, 2))``; 20 newsgroups as a binary problem: its first ten
+topics against the other ten), w8a and a text-like Zipf matrix
+(``make_sparse_zipf(200_000, 2**20, 50, informative_scale="flat")``, whose
+labels a linear model learns).  Each learner runs ``--rounds`` interleaved
+rounds (default 5); the table gives the median time, the spread (min to
+max), ``vs SGD`` (median over the SGD twin's median) and ``x floor``
+(median over the median of ``X @ w``).  Targets (issue 14): dual averaging
+and FTRL-Proximal at most SGD's time with every penalty and loss, mirror
+descent at most 1.5x, the AUC learner at most 1.5x.
+
 A summary checks both at the end.  ``--quick`` uses 20_000-row synthetic
 sets: a smoke run (about half a minute) whose timings are too short to judge
 the targets (the O(n_features) set-up of ``fit`` is no longer negligible).
@@ -74,6 +92,7 @@ From the repository root (the package must be built)::
     python benchmarks/bench_adagrad.py            # full run, a few minutes at most
     python benchmarks/bench_adagrad.py --quick    # smoke run
     python benchmarks/bench_adagrad.py --repeat 5 --data-dir /path/to/libsvm
+    python benchmarks/bench_adagrad.py --rules    # the update-rule table (minutes)
 
 Timings on a shared machine are noisy: run it on an idle machine, or re-run
 and compare.
@@ -81,6 +100,8 @@ and compare.
 Only NumPy, SciPy, scikit-learn and sklearn_adaprox are used.
 """
 import argparse
+import gzip
+import json
 import os
 import platform
 import sys
@@ -95,10 +116,11 @@ import sklearn
 from sklearn.base import clone
 from sklearn.datasets import load_svmlight_file
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.linear_model import SGDClassifier
 
 import sklearn_adaprox
-from sklearn_adaprox import AdaGradClassifier
+from sklearn_adaprox import AdaGradClassifier, ImplicitFTRLClassifier, PairwiseAUCClassifier
 from sklearn_adaprox.datasets import make_sparse_zipf
 
 from _results import Results  # --json: the tables as a result file
@@ -432,6 +454,112 @@ def bench_scaling(args, alphas, summary):
         RESULTS.row("scaling", nm, p, ratio)
 
 
+# ----------------------------------------------------------------------
+# the update-rule table (--rules)
+RULE_UPDATES = (("DA", "dual_averaging"), ("MD", "mirror_descent"),
+                ("FTRL", "ftrl_proximal"))
+RULE_PENALTIES = ("l2", "l1", "elasticnet", None)
+RULE_TARGETS = {"DA": 1.0, "FTRL": 1.0, "MD": 1.5, "PairwiseAUC": 1.5}
+
+
+def hashed_text(data_dir, file, binary_split):
+    """HashingVectorizer(2**20, bigrams) rows of a jsonl.gz text set (the
+    training split where it has one), and labels; ``binary_split``: 1 for
+    the first half of the sorted labels, 0 for the rest."""
+    with gzip.open(data_dir / file, "rt", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f]
+    docs = [d for d in docs if d.get("split", "train") == "train"]
+    labels = np.array([d["label"] for d in docs])
+    if binary_split:
+        first_half = np.unique(labels)[: len(np.unique(labels)) // 2]
+        labels = np.isin(labels, first_half).astype(np.int64)
+    X = HashingVectorizer(n_features=2**20, ngram_range=(1, 2)).transform(
+        [d["text"] for d in docs])
+    return as_int32_csr(X), labels
+
+
+def rule_data_sets(args):
+    data_dir = Path(args.data_dir)
+    for name, file, binary_split in (("sms hashed", "sms_spam.jsonl.gz", False),
+                                     ("20news hashed", "20news_bydate.jsonl.gz", True)):
+        if (data_dir / file).is_file():
+            yield (name,) + hashed_text(data_dir, file, binary_split)
+        else:
+            print(f"\nnote: skipping {name}: {file} not found in {data_dir}")
+    if (data_dir / "w8a.svm.gz").is_file():
+        X, y, _, _, _ = libsvm_set(data_dir, "w8a.svm.gz", None, 300)
+        yield "w8a", X, y
+    n_rows = 20_000 if args.quick else 200_000
+    X, y = make_sparse_zipf(n_rows, 2**20, 50, informative_scale="flat",
+                            random_state=RANDOM_STATE)[:2]
+    yield f"zipf {n_rows // 1000}k x 2**20", as_int32_csr(X), y
+
+
+def rule_learners(alphas):
+    """[(learner, loss, penalty, twin, estimator)]; twin: the key of the SGD
+    row it is compared with, (loss, penalty)."""
+    one_epoch = dict(max_iter=1, tol=None, shuffle=True, random_state=RANDOM_STATE)
+    out = []
+    for loss in ("hinge", "log_loss"):
+        for penalty in RULE_PENALTIES:
+            alpha = alphas[penalty or "l2"]
+            out.append((SGD_NAME, loss, penalty, None, SGDClassifier(
+                loss=loss, penalty=penalty, alpha=alpha, **one_epoch)))
+            for name, update in RULE_UPDATES:
+                out.append((name, loss, penalty, (loss, penalty), AdaGradClassifier(
+                    loss=loss, update=update, penalty=penalty, alpha=alpha, **one_epoch)))
+        out.append(("ImplicitFTRL", loss, None, (loss, None),
+                    ImplicitFTRLClassifier(loss=loss, **one_epoch)))
+    out.append(("PairwiseAUC", "log_loss", "(AUC)", ("log_loss", "l2"),
+                PairwiseAUCClassifier(**one_epoch)))
+    return out
+
+
+def bench_rules(args, alphas, summary):
+    """The update x penalty x loss table: medians of interleaved rounds."""
+    RESULTS.table("rules", "One epoch of every update rule, penalty and loss "
+                  "against SGDClassifier with the same loss and penalty",
+                  ["data set", "learner", "loss", "penalty", "median (s)", "min (s)",
+                   "max (s)", "vs SGD", "x floor"],
+                  notes=f"median, min and max over {args.rounds} interleaved rounds; vs SGD: "
+                  "median / the median of SGDClassifier with the same loss and penalty; "
+                  "x floor: median / the median of X @ w.")
+    for set_name, X, y in rule_data_sets(args):
+        jobs = rule_learners(alphas)
+        w = np.random.RandomState(0).standard_normal(X.shape[1])
+        times = {i: [] for i in range(len(jobs))}
+        floor = []
+        for _ in range(args.rounds):
+            start = time.perf_counter()
+            X @ w
+            floor.append(time.perf_counter() - start)
+            for i, (_, _, _, _, estimator) in enumerate(jobs):
+                est = clone(estimator)
+                start = time.perf_counter()
+                est.fit(X, y)
+                times[i].append(time.perf_counter() - start)
+        floor = float(np.median(floor))
+        median = {i: float(np.median(t)) for i, t in times.items()}
+        sgd = {(loss, penalty): median[i] for i, (learner, loss, penalty, _, _)
+               in enumerate(jobs) if learner == SGD_NAME}
+        print(f"\n== rules: {set_name}: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz} "
+              f"({X.nnz / X.shape[0]:.0f}/row); floor X @ w {floor * 1e3:.2f} ms; "
+              f"{args.rounds} rounds")
+        print(f"{'learner':<13} {'loss':<8} {'penalty':<10} {'median ms':>9} "
+              f"{'min-max ms':>15} {'vs SGD':>7} {'x floor':>8}")
+        for i, (learner, loss, penalty, twin, _) in enumerate(jobs):
+            ratio = median[i] / sgd[twin] if twin else 1.0
+            spread = f"{min(times[i]) * 1e3:.1f}-{max(times[i]) * 1e3:.1f}"
+            print(f"{learner:<13} {loss:<8} {str(penalty):<10} {median[i] * 1e3:9.1f} "
+                  f"{spread:>15} {ratio:7.2f} {median[i] / floor:8.1f}")
+            RESULTS.row("rules", set_name, learner, loss, str(penalty), median[i],
+                        min(times[i]), max(times[i]), ratio, median[i] / floor)
+            if learner in RULE_TARGETS:
+                summary.append((f"{set_name}, {learner} {loss} {penalty}", ratio,
+                                RULE_TARGETS[learner]))
+        del X, y
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -452,13 +580,17 @@ def main(argv=None):
                         help="alpha of both learners with penalty='l2' (default 1e-5)")
     parser.add_argument("--alpha-l1", type=float, default=1e-6,
                         help="alpha of both learners with penalty='l1' (default 1e-6)")
+    parser.add_argument("--rules", action="store_true",
+                        help="only the update x penalty x loss table (see above)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved rounds of the --rules table (default 5)")
     RESULTS.add_argument(parser)
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be >= 1")
     if args.min_time is None:
         args.min_time = 0.2 if args.quick else 0.5
-    alphas = {"l2": args.alpha_l2, "l1": args.alpha_l1}
+    alphas = {"l2": args.alpha_l2, "l1": args.alpha_l1, "elasticnet": args.alpha_l2}
 
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
     start = time.perf_counter()
@@ -473,6 +605,9 @@ def main(argv=None):
     print("AdaGrad DA = update='dual_averaging', AdaGrad MD = update='mirror_descent'")
 
     summary = []
+    if args.rules:
+        bench_rules(args, alphas, summary)
+        return report_targets(args, summary, start)
     RESULTS.table("epoch", "One epoch, hinge loss: AdaGrad against SGDClassifier",
                   ["data set", "learner", "penalty", "alpha", "time (s)", "vs SGD",
                    "Mnnz/s", "test acc", "nz frac", "runs"],
@@ -490,13 +625,16 @@ def main(argv=None):
         del X, y, X_test, y_test
     bench_scaling(args, alphas, summary)
     bench_one_vs_rest(args, summary)
+    return report_targets(args, summary, start)
 
+
+def report_targets(args, summary, start):
     print("\n== targets")
     if args.quick:
         print("(quick run: epochs are too short for the timings to be conclusive)")
     for label, value, target in summary:
         verdict = "ok" if value <= target else "MISSED"
-        print(f"  {label:<36} {value:6.2f}  (target <= {target:.2f})  {verdict}")
+        print(f"  {label:<42} {value:6.2f}  (target <= {target:.2f})  {verdict}")
     print(f"\ntotal wall time {time.perf_counter() - start:.0f} s")
     RESULTS.write(args.json)
     return 0

@@ -108,12 +108,15 @@ static inline int avx_available(void)
 }
 
 /* sum over k of acc[2 idx[k]] x[k] / (acc[2 idx[k] + 1] + shift), added in
- * the order of k. */
+ * the order of k, over the entries whose denominator is positive (with
+ * shift = 0, an untouched coordinate has 0 / 0; it adds nothing, and the
+ * sum is never -0, so the result is that of skipping it). */
 __attribute__((target("avx")))
 static inline double quotient_sum_avx(const double *acc, const int32_t *idx, const double *x,
                                ptrdiff_t nnz, double shift)
 {
     const __m256d s = _mm256_set1_pd(shift);
+    const __m256d zero = _mm256_setzero_pd();
     double q[4];
     double p = 0.0;
     ptrdiff_t k = 0;
@@ -125,7 +128,8 @@ static inline double quotient_sum_avx(const double *acc, const int32_t *idx, con
         __m256d num = _mm256_set_pd(a3[0] * x[k + 3], a2[0] * x[k + 2],
                                     a1[0] * x[k + 1], a0[0] * x[k]);
         __m256d den = _mm256_add_pd(_mm256_set_pd(a3[1], a2[1], a1[1], a0[1]), s);
-        _mm256_storeu_pd(q, _mm256_div_pd(num, den));
+        __m256d quotient = _mm256_div_pd(num, den);
+        _mm256_storeu_pd(q, _mm256_and_pd(quotient, _mm256_cmp_pd(den, zero, _CMP_GT_OQ)));
         p += q[0];
         p += q[1];
         p += q[2];
@@ -133,7 +137,56 @@ static inline double quotient_sum_avx(const double *acc, const int32_t *idx, con
     }
     for (; k < nnz; k++) {
         const double *a = acc + 2 * (ptrdiff_t)idx[k];
-        p += a[0] * x[k] / (a[1] + shift);
+        if (a[1] + shift > 0.0)
+            p += a[0] * x[k] / (a[1] + shift);
+    }
+    return p;
+}
+
+/* FTRL-Proximal's margin: row_w[k] = w_j (stored for the update) and the
+ * sum over k of w_j x[k], j = idx[k], where w_j = 0 if |z_j| <= l1_shift
+ * and -(z_j - copysign(l1_shift, z_j)) / ((delta + root_j) / eta +
+ * l2_shift) otherwise; (z_j, root_j) = (acc[2j], acc[2j + 1]).  The
+ * operations and their order are ftrl_weight's, so the weights and the sum
+ * are bit-identical to the scalar loop's (a zero weight adds nothing). */
+__attribute__((target("avx")))
+static inline double ftrl_row_weights_avx(const double *acc, const int32_t *idx,
+                                          const double *x, ptrdiff_t nnz, double *row_w,
+                                          double eta, double delta, double l1_shift,
+                                          double l2_shift)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    const __m256d eta4 = _mm256_set1_pd(eta);
+    const __m256d delta4 = _mm256_set1_pd(delta);
+    const __m256d l1_4 = _mm256_set1_pd(l1_shift);
+    const __m256d l2_4 = _mm256_set1_pd(l2_shift);
+    double q[4];
+    double p = 0.0;
+    ptrdiff_t k = 0;
+    for (; k + 3 < nnz; k += 4) {
+        const double *a0 = acc + 2 * (ptrdiff_t)idx[k];
+        const double *a1 = acc + 2 * (ptrdiff_t)idx[k + 1];
+        const double *a2 = acc + 2 * (ptrdiff_t)idx[k + 2];
+        const double *a3 = acc + 2 * (ptrdiff_t)idx[k + 3];
+        __m256d z = _mm256_set_pd(a3[0], a2[0], a1[0], a0[0]);
+        __m256d root = _mm256_set_pd(a3[1], a2[1], a1[1], a0[1]);
+        __m256d kept = _mm256_cmp_pd(_mm256_andnot_pd(sign, z), l1_4, _CMP_GT_OQ);
+        /* copysign(l1_shift, z), l1_shift >= 0 */
+        __m256d num = _mm256_sub_pd(z, _mm256_or_pd(l1_4, _mm256_and_pd(sign, z)));
+        __m256d den = _mm256_add_pd(_mm256_div_pd(_mm256_add_pd(delta4, root), eta4), l2_4);
+        __m256d w = _mm256_and_pd(_mm256_xor_pd(_mm256_div_pd(num, den), sign), kept);
+        _mm256_storeu_pd(row_w + k, w);
+        _mm256_storeu_pd(q, _mm256_mul_pd(w, _mm256_loadu_pd(x + k)));
+        p += q[0];
+        p += q[1];
+        p += q[2];
+        p += q[3];
+    }
+    for (; k < nnz; k++) {
+        const double *a = acc + 2 * (ptrdiff_t)idx[k];
+        row_w[k] = fabs(a[0]) <= l1_shift ? 0.0
+            : -(a[0] - copysign(l1_shift, a[0])) / ((delta + a[1]) / eta + l2_shift);
+        p += row_w[k] * x[k];
     }
     return p;
 }
@@ -250,6 +303,16 @@ static inline double threshold_quotient_sum_avx(const double *acc, const int32_t
 {
     (void)acc; (void)idx; (void)x; (void)nnz; (void)eta; (void)delta; (void)l1_shift;
     (void)l2_shift;
+    return 0.0;  /* never called: avx_available() is 0 */
+}
+
+static inline double ftrl_row_weights_avx(const double *acc, const int32_t *idx,
+                                          const double *x, ptrdiff_t nnz, double *row_w,
+                                          double eta, double delta, double l1_shift,
+                                          double l2_shift)
+{
+    (void)acc; (void)idx; (void)x; (void)nnz; (void)row_w; (void)eta; (void)delta;
+    (void)l1_shift; (void)l2_shift;
     return 0.0;  /* never called: avx_available() is 0 */
 }
 #endif

@@ -225,15 +225,20 @@ def test_defaults_beat_sgdclassifier_defaults_on_a9a_and_one_epoch_comes_close()
 
 @pytest.mark.parametrize("loss", ["hinge", "log_loss"])
 @pytest.mark.parametrize("container", ["csr", "dense"])
-@pytest.mark.parametrize("penalty, alpha", [("l2", 1e-4), ("l1", 1e-3), ("elasticnet", 3e-3)])
-def test_avx_and_sse2_dual_averaging_loops_agree_bit_for_bit(loss, container, penalty, alpha):
-    """The AVX loops (float64 rows, int32 indices, CPUs that have AVX) keep
-    the arithmetic and the order of the SSE2 ones; zeros of dense rows are
-    left alone in both.  With an l1 part, some weights are past their
-    threshold and some are not (both sides of the branch-free AVX select)."""
+@pytest.mark.parametrize("update", ["dual_averaging", "ftrl_proximal"])
+@pytest.mark.parametrize("penalty, alpha", [("l2", 1e-4), ("l1", 1e-3), ("elasticnet", 3e-3),
+                                            (None, 1e-4)])
+def test_avx_and_sse2_loops_agree_bit_for_bit(loss, container, update, penalty, alpha):
+    """The AVX loops of dual averaging and FTRL-Proximal (float64 rows, int32
+    indices, CPUs that have AVX) keep the arithmetic and the order of the
+    SSE2 and scalar ones; zeros of dense rows are left alone in both.  With
+    an l1 part, some weights are past their threshold and some are not
+    (both sides of the branch-free AVX select); without a penalty and with
+    delta=0, untouched coordinates have a zero denominator."""
     X, y = make_sparse_zipf(600, 300, 25, random_state=5)
     X = X.toarray() if container == "dense" else X
-    clf = AdaGradClassifier(loss=loss, penalty=penalty, alpha=alpha, max_iter=2, tol=None,
+    clf = AdaGradClassifier(loss=loss, update=update, penalty=penalty, alpha=alpha,
+                            delta=0.0 if penalty is None else 0.1, max_iter=2, tol=None,
                             random_state=0)
     previous = _adagrad_fast.set_avx(False)
     try:
@@ -247,7 +252,7 @@ def test_avx_and_sse2_dual_averaging_loops_agree_bit_for_bit(loss, container, pe
     assert_array_equal(avx.coef_, sse2.coef_)
     assert_array_equal(avx.sum_sq_gradient_, sse2.sum_sq_gradient_)
     assert avx.loss_curve_ == sse2.loss_curve_
-    if penalty != "l2":
+    if penalty in ("l1", "elasticnet"):
         assert 0.1 < np.mean(avx.coef_ == 0) < 0.9
 
 
