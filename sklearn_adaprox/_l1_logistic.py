@@ -127,6 +127,39 @@ class Surrogate:
         dd = expit(z) * expit(-z) * self.sw / self.N
         return value, dl, dd
 
+    def _column_counts(self):
+        """Stored entries per column of a sparse X (computed once)."""
+        counts = getattr(self, "_col_counts", None)
+        if counts is None:
+            # in pieces: bincount widens the indices to intp
+            counts = np.zeros(self.n_features, dtype=np.int64)
+            idx = self.X.indices
+            for lo in range(0, idx.shape[0], BLOCK_VALUES):
+                counts += np.bincount(idx[lo:lo + BLOCK_VALUES], minlength=self.n_features)
+            self._col_counts = counts
+        return counts
+
+    def live_columns(self):
+        """Sorted indices of the columns with a non-zero value (computed
+        once).  Elsewhere the gradient of ``f`` is exactly 0, and so is every
+        weight the phases produce: the optimality measures and the local
+        phase work on these columns only, O(live columns) instead of
+        O(n_features) per iteration (hashed text has 2**20 columns, a few
+        per cent of them used).  Dense and CSR copies of X give the same
+        columns, hence the same arithmetic."""
+        live = getattr(self, "_live", None)
+        if live is None:
+            if self.sparse:
+                nonzero = np.zeros(self.n_features, dtype=bool)
+                for lo, hi, Xb in self._blocks():
+                    nonzero[Xb.indices[Xb.data != 0]] = True
+            else:
+                nonzero = np.zeros(self.n_features, dtype=bool)
+                for lo, hi, Xb in self._blocks():
+                    nonzero |= np.any(Xb != 0, axis=0)
+            live = self._live = np.flatnonzero(nonzero)
+        return live
+
     def restrict(self, columns):
         """The design restricted to ``columns`` as a float64 matrix (CSR for
         CSR input), or None when that copy would be big: float32 input is
@@ -134,16 +167,7 @@ class Surrogate:
         taken block by block)."""
         k = columns.shape[0]
         if self.sparse:
-            counts = getattr(self, "_col_counts", None)
-            if counts is None:
-                # in pieces: bincount widens the indices to intp
-                counts = np.zeros(self.n_features, dtype=np.int64)
-                idx = self.X.indices
-                for lo in range(0, idx.shape[0], BLOCK_VALUES):
-                    counts += np.bincount(idx[lo:lo + BLOCK_VALUES],
-                                          minlength=self.n_features)
-                self._col_counts = counts
-            nbytes = 12 * int(counts[columns].sum())
+            nbytes = 12 * int(self._column_counts()[columns].sum())
             x_bytes = self.X.data.nbytes
         else:
             nbytes = 8 * self.n_samples * k
@@ -166,9 +190,11 @@ class Surrogate:
         return self.rmatvec(dl), float(dl.sum())
 
     def measures(self, w, b, lam, fit_intercept, scale):
-        """(delta, violation) of the model (w, b): see ``_measures``."""
+        """(delta, violation) of the model (w, b): see ``_measures``; w is 0
+        off the live columns."""
         g, g_b = self.gradient(w, b)
-        return _measures(g, g_b, w, lam, fit_intercept, scale)
+        live = self.live_columns()
+        return _measures(g[live], g_b, w[live], lam, fit_intercept, scale, w.shape[0])
 
 
 def _residual(g, w, lam):
@@ -177,8 +203,10 @@ def _residual(g, w, lam):
     return np.where(w != 0, g + lam * np.sign(w), _soft(g, lam))
 
 
-def _measures(g, g_b, w, lam, fit_intercept, scale):
-    """The two optimality measures of a model, from its gradient.
+def _measures(g, g_b, w, lam, fit_intercept, scale, n_features):
+    """The two optimality measures of a model, from its gradient (``g`` and
+    ``w`` may be restricted to columns outside which both are 0: the
+    residual is 0 there; ``n_features`` counts every column).
 
     * ``delta = ||r|| / sqrt(n)``, the paper's eq. (52), ``n`` counting the
       intercept: reported (``optimality_``), not the stopping test, because
@@ -190,7 +218,7 @@ def _measures(g, g_b, w, lam, fit_intercept, scale):
     """
     r = _residual(g, w, lam)
     r_b = float(g_b) if fit_intercept else 0.0
-    n = w.shape[0] + (1 if fit_intercept else 0)
+    n = n_features + (1 if fit_intercept else 0)
     delta = np.sqrt(float(r @ r) + r_b**2) / np.sqrt(max(n, 1))
     worst = max(float(np.abs(r).max(initial=0.0)), abs(r_b))
     return delta, worst / scale
@@ -378,6 +406,11 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
     """
     d = w_start.shape[0]
     A = np.flatnonzero(M)
+    # Vectors over the columns that hold data (and M, in case it reaches
+    # past them); the gradient and the weights are 0 elsewhere.  ``at``
+    # holds the positions of A among them.
+    live = np.union1d(S.live_columns(), A)
+    at = np.searchsorted(live, A)
     R = _Restricted(S, A)
     wA = np.asarray(w_start, dtype=np.float64)[A].copy()
     b = float(b_start) if fit_intercept else 0.0
@@ -387,11 +420,11 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
     f, dl, dd = S.derivatives(m)
     it = 0
     while True:
-        w_full = np.zeros(d)
-        w_full[A] = wA
-        g = S.rmatvec(dl)
+        w_live = np.zeros(live.shape[0])
+        w_live[at] = wA
+        g = S.rmatvec(dl)[live]
         g_b = float(dl.sum())
-        delta, violation = _measures(g, g_b, w_full, lam, fit_intercept, scale)
+        delta, violation = _measures(g, g_b, w_live, lam, fit_intercept, scale, d)
         if record is not None:
             record(delta, violation, int(np.count_nonzero(wA)))
         if violation * scale <= target:
@@ -399,29 +432,28 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
             break
         if it >= MAX_LOCAL_ITER:
             break
-        gA = g[A]
+        gA = g[at]
         nz = wA != 0
         r_nz = gA[nz] + lam * np.sign(wA[nz])
         r_zero = _soft(gA[~nz], lam)
         inside = max(np.abs(r_nz).max(initial=0.0), np.abs(r_zero).max(initial=0.0),
                      abs(g_b) if fit_intercept else 0.0)
         r_out = _soft(g, lam)
-        r_out[A] = 0.0
+        r_out[at] = 0.0
         outside = np.abs(r_out).max(initial=0.0)
         if outside > target and inside <= max(0.5 * target, 0.1 * outside):
             cand = np.flatnonzero(np.abs(r_out) > target)
             k = max(int(np.count_nonzero(nz)), 16)
             if cand.shape[0] > k:
                 cand = cand[np.argpartition(-np.abs(r_out[cand]), k - 1)[:k]]
-            M_new = np.zeros(d, dtype=bool)
-            M_new[A] = True
+            M_new = np.zeros(live.shape[0], dtype=bool)
+            M_new[at] = True
             M_new[cand] = True
-            w_full = np.zeros(d)
-            w_full[A] = wA
-            A = np.flatnonzero(M_new)
+            at = np.flatnonzero(M_new)
+            A = live[at]
             R = _Restricted(S, A)
-            wA = w_full[A]
-            gA = g[A]
+            wA = w_live[at]
+            gA = g[at]
             nz = wA != 0
             r_nz = gA[nz] + lam * np.sign(wA[nz])
             r_zero = _soft(gA[~nz], lam)

@@ -599,3 +599,24 @@ def test_dense_csr_and_chunks_agree_to_the_tolerance(load, frac):
         chunked.partial_fit(X[lo:lo + 150], y[lo:lo + 150], classes=[-1, 1])
     assert whole.n_switches_[0] >= 1 and chunked.n_switches_[0] >= 1
     check(whole, chunked)
+
+
+def test_empty_columns_change_nothing_but_the_width():
+    """The local phase and the optimality measures work on the columns that
+    hold data (their gradient and weights are 0 elsewhere, O(live columns)
+    per iteration on hashed text): padding X with empty columns gives the
+    same weights, intercept and largest violation, zeros on the padding,
+    and the same local-phase path."""
+    X, y, _, _ = load_a9a()
+    X, y = X[:3000], y[:3000]
+    wide = sp.hstack([sp.csr_matrix((X.shape[0], 40)), X, sp.csr_matrix((X.shape[0], 5000))],
+                     format="csr")
+    params = dict(alpha=1e-3, random_state=0)
+    narrow_fit = RDAPlusClassifier(**params).fit(X, y)
+    wide_fit = RDAPlusClassifier(**params).fit(wide, y)
+    assert narrow_fit.n_switches_[0] >= 1  # the local phase ran
+    assert_array_equal(wide_fit.coef_[:, 40:40 + X.shape[1]], narrow_fit.coef_)
+    assert not wide_fit.coef_[:, :40].any() and not wide_fit.coef_[:, 40 + X.shape[1]:].any()
+    assert_array_equal(wide_fit.intercept_, narrow_fit.intercept_)
+    assert_array_equal(wide_fit.violation_history_[0][:, 2],
+                       narrow_fit.violation_history_[0][:, 2])
