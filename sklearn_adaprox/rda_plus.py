@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseOnlineLinearClassifier, map_problems, pass_order, problem_threads
-from ._dataset import as_row_arrays
+from ._dataset import as_row_arrays, check_sparse_structure
 from ._l1_logistic import Surrogate, local_phase, single_threaded_blas, violation_scale
 from ._loss import Log
 from ._rda_fast import NEVER, RDAProblem, run_epoch
@@ -651,11 +651,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         rng = np.random.default_rng([int(self.reservoir_seed_), n_before])
         slots = np.where(counts <= R, counts - 1, rng.integers(0, counts))
         slots[slots >= R] = -1
-        n_res = self.reservoir_y_.shape[0]
-        old = sp.csr_matrix(
-            (self.reservoir_data_, self.reservoir_indices_, self.reservoir_indptr_),
-            shape=(n_res, X.shape[1]),
-        )
+        old, old_y, old_weight = self._reservoir(X.shape[1])
+        n_res = old_y.shape[0]
         new_size = min(R, n_before + keep.size)
         source = np.arange(new_size)  # row of vstack([old, chunk]) per slot
         valid = slots >= 0
@@ -666,21 +663,31 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.reservoir_data_ = stacked.data.astype(np.float64)
         self.reservoir_indices_ = stacked.indices.astype(np.int64)
         self.reservoir_indptr_ = stacked.indptr.astype(np.int64)
-        self.reservoir_y_ = np.r_[self.reservoir_y_, yc][source]
-        self.reservoir_weight_ = np.r_[self.reservoir_weight_, wc][source]
+        self.reservoir_y_ = np.r_[old_y, yc][source]
+        self.reservoir_weight_ = np.r_[old_weight, wc][source]
         self.n_seen_ = n_before + keep.size
 
+    def _reservoir(self, n_features):
+        """The reservoir as (CSR matrix of width n_features, labels, weights),
+        its structure checked before scipy reads it: its five arrays are
+        separate attributes, and an estimator raced by threads (or a state
+        edited by hand) could hold arrays of different calls, whose indices
+        must not reach scipy's compiled loops unchecked."""
+        data, indices, indptr = (self.reservoir_data_, self.reservoir_indices_,
+                                 self.reservoir_indptr_)
+        y, weight = self.reservoir_y_, self.reservoir_weight_
+        if not (indptr.shape[0] == y.shape[0] + 1 == weight.shape[0] + 1):
+            raise ValueError("The reservoir's arrays do not describe the same rows.")
+        X = sp.csr_matrix((data, indices, indptr), shape=(y.shape[0], n_features))
+        return check_sparse_structure(X), y, weight
+
     def _reservoir_surrogate(self, k):
-        n_res = self.reservoir_y_.shape[0]
-        if n_res == 0:
+        X, reservoir_y, weight = self._reservoir(self.coef_.shape[1])
+        if reservoir_y.shape[0] == 0:
             return None
-        X = sp.csr_matrix(
-            (self.reservoir_data_, self.reservoir_indices_, self.reservoir_indptr_),
-            shape=(n_res, self.coef_.shape[1]),
-        )
         positive = 1 if self.classes_.shape[0] == 2 else k
-        y = np.where(self.reservoir_y_ == positive, 1.0, -1.0)
-        return Surrogate(X, y, self.reservoir_weight_)
+        y = np.where(reservoir_y == positive, 1.0, -1.0)
+        return Surrogate(X, y, weight)
 
     # ------------------------------------------------------------------
     # a call keeps a reservoir of its rows for the local phase: no passes

@@ -620,3 +620,29 @@ def test_empty_columns_change_nothing_but_the_width():
     assert_array_equal(wide_fit.intercept_, narrow_fit.intercept_)
     assert_array_equal(wide_fit.violation_history_[0][:, 2],
                        narrow_fit.violation_history_[0][:, 2])
+
+
+@pytest.mark.parametrize("damage", ["indices", "indptr", "rows"])
+def test_a_reservoir_of_mismatched_arrays_is_refused_before_scipy_reads_it(damage):
+    """The reservoir's arrays are separate attributes: an estimator raced by
+    threads (the race test of test_hardening.py crashed 1 run in 40 before
+    this check: scipy's row indexing wrote past an array) or a state edited
+    by hand can hold arrays of different calls.  Their structure is checked
+    before any scipy routine reads them: a ValueError, and the estimator is
+    left as it was."""
+    rng = np.random.RandomState(0)
+    X = sp.random(120, 30, density=0.3, random_state=rng, format="csr")
+    y = np.arange(120) % 2
+    est = RDAPlusClassifier(random_state=0).partial_fit(X[:60], y[:60], classes=[0, 1])
+    if damage == "indices":
+        est.reservoir_indices_ = est.reservoir_indices_ + 30
+    elif damage == "indptr":
+        indptr = est.reservoir_indptr_.copy()
+        indptr[1], indptr[2] = indptr[2], indptr[1] - 1  # not monotone
+        est.reservoir_indptr_ = indptr
+    else:
+        est.reservoir_y_ = est.reservoir_y_[:-1]
+    before = pickle.dumps(est)
+    with pytest.raises(ValueError, match="Malformed sparse matrix|same rows"):
+        est.partial_fit(X[60:], y[60:])
+    assert pickle.dumps(est) == before
