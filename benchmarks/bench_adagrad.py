@@ -93,6 +93,7 @@ From the repository root (the package must be built)::
     python benchmarks/bench_adagrad.py --quick    # smoke run
     python benchmarks/bench_adagrad.py --repeat 5 --data-dir /path/to/libsvm
     python benchmarks/bench_adagrad.py --rules    # the update-rule table (minutes)
+    python benchmarks/bench_adagrad.py --rules --json doc/benchmarks/results/bench_adagrad_rules.json
 
 Timings on a shared machine are noisy: run it on an idle machine, or re-run
 and compare.
@@ -605,7 +606,8 @@ def main(argv=None):
     print("AdaGrad DA = update='dual_averaging', AdaGrad MD = update='mirror_descent'")
 
     summary = []
-    if args.rules:
+    if args.rules:  # its own result file: bench_adagrad_rules.json
+        RESULTS.benchmark = "bench_adagrad_rules"
         bench_rules(args, alphas, summary)
         return report_targets(args, summary, start)
     RESULTS.table("epoch", "One epoch, hinge loss: AdaGrad against SGDClassifier",

@@ -142,6 +142,14 @@ BENCHMARKS = {
         "descent) and scikit-learn's `SGDClassifier` with the same penalty and "
         "alpha, on the same CSR matrices; best of several runs.  *vs SGD* is the "
         "speed ratio against the anchor (< 1: AdaGrad is faster)."),
+    "bench_adagrad_rules": (
+        "Every update rule against SGDClassifier on hashed text",
+        "One epoch of every `update` x `penalty` x `loss` of `AdaGradClassifier`, "
+        "with `ImplicitFTRLClassifier` and `PairwiseAUCClassifier` beside them, "
+        "against `SGDClassifier` with the same loss and penalty, on hashed SMS and "
+        "20 newsgroups texts (2**20 columns, bigrams), w8a and a text-like Zipf "
+        "matrix: median and spread over interleaved rounds, *vs SGD* the ratio of "
+        "the medians, *x floor* the median as a multiple of a bare `X @ w`."),
     "bench_stream": (
         "Streaming: file to model against Vowpal Wabbit and scikit-learn",
         "One pass over a generated svmlight file (hashed word counts, 2**20 "
