@@ -107,6 +107,34 @@ static inline int avx_available(void)
     return __builtin_cpu_supports("avx");
 }
 
+/* The pairs (acc[2j], acc[2j + 1]) of the four columns j = idx[0..3], as
+ * two vectors: lane m holds column idx[m]'s. */
+__attribute__((target("avx")))
+static inline void gather_pairs_avx(const double *acc, const int32_t *idx,
+                                    __m256d *first, __m256d *second)
+{
+    const double *a0 = acc + 2 * (ptrdiff_t)idx[0];
+    const double *a1 = acc + 2 * (ptrdiff_t)idx[1];
+    const double *a2 = acc + 2 * (ptrdiff_t)idx[2];
+    const double *a3 = acc + 2 * (ptrdiff_t)idx[3];
+    *first = _mm256_set_pd(a3[0], a2[0], a1[0], a0[0]);
+    *second = _mm256_set_pd(a3[1], a2[1], a1[1], a0[1]);
+}
+
+/* p + v[0] + v[1] + v[2] + v[3], added one lane at a time in that order
+ * (the order of the scalar loops, so that the sums are bit-identical). */
+__attribute__((target("avx")))
+static inline double add_lanes_in_order(double p, __m256d v)
+{
+    double q[4];
+    _mm256_storeu_pd(q, v);
+    p += q[0];
+    p += q[1];
+    p += q[2];
+    p += q[3];
+    return p;
+}
+
 /* sum over k of acc[2 idx[k]] x[k] / (acc[2 idx[k] + 1] + shift), added in
  * the order of k, over the entries whose denominator is positive (with
  * shift = 0, an untouched coordinate has 0 / 0; it adds nothing, and the
@@ -117,23 +145,16 @@ static inline double quotient_sum_avx(const double *acc, const int32_t *idx, con
 {
     const __m256d s = _mm256_set1_pd(shift);
     const __m256d zero = _mm256_setzero_pd();
-    double q[4];
+    __m256d u, root;
     double p = 0.0;
     ptrdiff_t k = 0;
     for (; k + 3 < nnz; k += 4) {
-        const double *a0 = acc + 2 * (ptrdiff_t)idx[k];
-        const double *a1 = acc + 2 * (ptrdiff_t)idx[k + 1];
-        const double *a2 = acc + 2 * (ptrdiff_t)idx[k + 2];
-        const double *a3 = acc + 2 * (ptrdiff_t)idx[k + 3];
-        __m256d num = _mm256_set_pd(a3[0] * x[k + 3], a2[0] * x[k + 2],
-                                    a1[0] * x[k + 1], a0[0] * x[k]);
-        __m256d den = _mm256_add_pd(_mm256_set_pd(a3[1], a2[1], a1[1], a0[1]), s);
+        gather_pairs_avx(acc, idx + k, &u, &root);
+        __m256d num = _mm256_mul_pd(u, _mm256_loadu_pd(x + k));
+        __m256d den = _mm256_add_pd(root, s);
         __m256d quotient = _mm256_div_pd(num, den);
-        _mm256_storeu_pd(q, _mm256_and_pd(quotient, _mm256_cmp_pd(den, zero, _CMP_GT_OQ)));
-        p += q[0];
-        p += q[1];
-        p += q[2];
-        p += q[3];
+        p = add_lanes_in_order(p, _mm256_and_pd(quotient,
+                                                _mm256_cmp_pd(den, zero, _CMP_GT_OQ)));
     }
     for (; k < nnz; k++) {
         const double *a = acc + 2 * (ptrdiff_t)idx[k];
@@ -160,27 +181,18 @@ static inline double ftrl_row_weights_avx(const double *acc, const int32_t *idx,
     const __m256d delta4 = _mm256_set1_pd(delta);
     const __m256d l1_4 = _mm256_set1_pd(l1_shift);
     const __m256d l2_4 = _mm256_set1_pd(l2_shift);
-    double q[4];
+    __m256d z, root;
     double p = 0.0;
     ptrdiff_t k = 0;
     for (; k + 3 < nnz; k += 4) {
-        const double *a0 = acc + 2 * (ptrdiff_t)idx[k];
-        const double *a1 = acc + 2 * (ptrdiff_t)idx[k + 1];
-        const double *a2 = acc + 2 * (ptrdiff_t)idx[k + 2];
-        const double *a3 = acc + 2 * (ptrdiff_t)idx[k + 3];
-        __m256d z = _mm256_set_pd(a3[0], a2[0], a1[0], a0[0]);
-        __m256d root = _mm256_set_pd(a3[1], a2[1], a1[1], a0[1]);
+        gather_pairs_avx(acc, idx + k, &z, &root);
         __m256d kept = _mm256_cmp_pd(_mm256_andnot_pd(sign, z), l1_4, _CMP_GT_OQ);
         /* copysign(l1_shift, z), l1_shift >= 0 */
         __m256d num = _mm256_sub_pd(z, _mm256_or_pd(l1_4, _mm256_and_pd(sign, z)));
         __m256d den = _mm256_add_pd(_mm256_div_pd(_mm256_add_pd(delta4, root), eta4), l2_4);
         __m256d w = _mm256_and_pd(_mm256_xor_pd(_mm256_div_pd(num, den), sign), kept);
         _mm256_storeu_pd(row_w + k, w);
-        _mm256_storeu_pd(q, _mm256_mul_pd(w, _mm256_loadu_pd(x + k)));
-        p += q[0];
-        p += q[1];
-        p += q[2];
-        p += q[3];
+        p = add_lanes_in_order(p, _mm256_mul_pd(w, _mm256_loadu_pd(x + k)));
     }
     for (; k < nnz; k++) {
         const double *a = acc + 2 * (ptrdiff_t)idx[k];
@@ -209,27 +221,18 @@ static inline double threshold_quotient_sum_avx(const double *acc, const int32_t
     const __m256d delta4 = _mm256_set1_pd(delta);
     const __m256d l1_4 = _mm256_set1_pd(l1_shift);
     const __m256d l2_4 = _mm256_set1_pd(l2_shift);
-    double q[4];
+    __m256d u, root;
     double p = 0.0;
     ptrdiff_t k = 0;
     for (; k + 3 < nnz; k += 4) {
-        const double *a0 = acc + 2 * (ptrdiff_t)idx[k];
-        const double *a1 = acc + 2 * (ptrdiff_t)idx[k + 1];
-        const double *a2 = acc + 2 * (ptrdiff_t)idx[k + 2];
-        const double *a3 = acc + 2 * (ptrdiff_t)idx[k + 3];
-        __m256d u = _mm256_set_pd(a3[0], a2[0], a1[0], a0[0]);
-        __m256d root = _mm256_set_pd(a3[1], a2[1], a1[1], a0[1]);
+        gather_pairs_avx(acc, idx + k, &u, &root);
         __m256d excess = _mm256_sub_pd(_mm256_andnot_pd(sign, u), l1_4);
         __m256d den = _mm256_add_pd(_mm256_add_pd(delta4, root), l2_4);
         __m256d mag = _mm256_div_pd(_mm256_mul_pd(eta4, excess), den);
         /* -copysign(mag, u): mag >= 0 where it is kept, so flip u's sign */
         __m256d w = _mm256_xor_pd(_mm256_or_pd(mag, _mm256_and_pd(sign, u)), sign);
         w = _mm256_and_pd(w, _mm256_cmp_pd(excess, zero, _CMP_GT_OQ));
-        _mm256_storeu_pd(q, _mm256_mul_pd(w, _mm256_loadu_pd(x + k)));
-        p += q[0];
-        p += q[1];
-        p += q[2];
-        p += q[3];
+        p = add_lanes_in_order(p, _mm256_mul_pd(w, _mm256_loadu_pd(x + k)));
     }
     for (; k < nnz; k++) {
         const double *a = acc + 2 * (ptrdiff_t)idx[k];
