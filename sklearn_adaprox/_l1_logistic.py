@@ -149,13 +149,11 @@ class Surrogate:
         columns, hence the same arithmetic."""
         live = getattr(self, "_live", None)
         if live is None:
-            if self.sparse:
-                nonzero = np.zeros(self.n_features, dtype=bool)
-                for lo, hi, Xb in self._blocks():
+            nonzero = np.zeros(self.n_features, dtype=bool)
+            for lo, hi, Xb in self._blocks():
+                if self.sparse:
                     nonzero[Xb.indices[Xb.data != 0]] = True
-            else:
-                nonzero = np.zeros(self.n_features, dtype=bool)
-                for lo, hi, Xb in self._blocks():
+                else:
                     nonzero |= np.any(Xb != 0, axis=0)
             live = self._live = np.flatnonzero(nonzero)
         return live
