@@ -470,6 +470,25 @@ class BaseOnlineLinearModel(BaseEstimator):
                     "a smaller step size might help."
                 )
 
+    @contextlib.contextmanager
+    def _call_workspaces(self):
+        """Scratch that the passes of one call share (see ``_workspace``),
+        dropped when the call ends: never fitted state."""
+        self._workspaces = {}
+        try:
+            yield
+        finally:
+            del self._workspaces
+
+    def _workspace(self, k, make):
+        """Problem k's scratch for this call: made by ``make()`` at the
+        first pass, the same object at the next ones (a kernel hands it back
+        clean), so that its memory is mapped once per call, not per pass."""
+        workspace = self._workspaces.get(k)
+        if workspace is None:
+            workspace = self._workspaces[k] = make()
+        return workspace
+
     def _run_epochs(self, X, targets, sample_weight, partial, n_jobs=None, order=None):
         """Up to ``max_iter`` passes (one for ``partial_fit``) over X for the
         problems whose targets are listed, with shuffling, progressive loss,
@@ -487,7 +506,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         best_loss, n_no_improvement = np.inf, 0
         self.n_iter_ = 0
         start = time.perf_counter()
-        with problem_threads(n_problems, n_jobs) as pool:
+        with problem_threads(n_problems, n_jobs) as pool, self._call_workspaces():
             for epoch in range(max_iter):
                 epoch_order = (pass_order(n_samples, rng, self.shuffle and not partial)
                                if order is None else order)

@@ -65,8 +65,12 @@ O(log n_rows) per step.  The tree is the bottom-up kind with ``n_rows``
 leaves (any count; its queries keep the order of the maps, as they must),
 allocated only when averaging: 80 bytes per row of the call.
 
-Every call ends with ``finalize`` (O(n_features), once per call), so the
-caller's ``coef``, ``momentum`` and ``coef_sum`` are exact and current.
+Every call ends with ``finalize``, so the caller's ``coef``, ``momentum``
+and ``coef_sum`` are exact and current.  It catches up the coordinates
+whose weight or momentum is non-zero; the others stay zero.  The per-feature
+workspaces start at zero (stamps are kept relative to the call's first step,
+and the projection scale of a stamp is read from a per-step history), so a
+call costs O(nnz + steps) plus one read of the weights and the momentum.
 """
 cimport cython
 import numpy as np
@@ -115,13 +119,42 @@ def block_length(double theta):
 
 
 @cython.final
+cdef class PairwiseWorkspace:
+    """The per-feature scratch arrays of a call, reusable by the next one.
+
+    All zero between calls: ``run_epoch`` hands them back clean, in
+    O(nnz) (it lists the coordinates it stamps).  The passes of one
+    ``fit`` share one workspace, so its pages are mapped once rather than
+    once per epoch (a fresh page costs more than the step that touches it).
+    """
+    cdef int64_t[::1] stamp         # offset of the step a weight is current at
+    cdef int64_t[::1] stamped       # the coordinates whose stamp is not 0
+    cdef Py_ssize_t n_stamped
+    cdef double[::1] partner_dense  # the partner row, scattered
+    cdef unsigned char[::1] in_row  # 1 for the columns of the current row
+
+    def __init__(self, Py_ssize_t n_features):
+        self.stamp = np.zeros(n_features, dtype=np.int64)
+        self.stamped = np.empty(n_features, dtype=np.int64)
+        self.n_stamped = 0
+        self.partner_dense = np.zeros(n_features, dtype=np.float64)
+        self.in_row = np.zeros(n_features, dtype=np.uint8)
+
+    @property
+    def n_features(self):
+        return self.stamp.shape[0]
+
+
+@cython.final
 cdef class PairwiseAUCProblem:
     """State of one pairwise AUC problem for the length of one call.
 
     Built by the estimator from its fitted NumPy arrays (views updated in
     place; scalars read back through the attributes); never kept as fitted
     state.  ``n_rows`` bounds the number of steps of the call (it sizes the
-    archive of expired momentum stamps).
+    archive of expired momentum stamps).  ``workspace`` (a clean
+    ``PairwiseWorkspace`` of n_features, used by one problem at a time)
+    holds the per-feature scratch.
     """
     cdef Loss loss
     cdef int algorithm
@@ -139,14 +172,17 @@ cdef class PairwiseAUCProblem:
     # the previous sample of the stream, the pair partner of the next step
     cdef public double partner_label, partner_weight
     cdef int64_t[::1] partner_indices
+    cdef double[::1] partner_values  # as given; scattered when the pass starts
     cdef Py_ssize_t partner_nnz
     cdef double[::1] partner_dense
-    # lazy representation: w_j is current at the start of step stamp[j],
-    # when the projection scale was coord_scale_mant[j], coord_scale_exp[j]
+    cdef PairwiseWorkspace workspace
+    # lazy representation: w_j is current at the start of step
+    # first_step + stamp[j], when the projection scale was P at that step
     cdef int64_t first_step         # the first step of this call
     cdef int64_t[::1] stamp
-    cdef double[::1] coord_scale_mant
-    cdef int64_t[::1] coord_scale_exp
+    cdef int64_t[::1] stamped       # the coordinates with stamp[j] != 0
+    cdef double[::1] step_scale_mant  # P at the start of each step of the call
+    cdef int64_t[::1] step_scale_exp  # (index s - first_step)
     cdef double scale_mant          # P now
     cdef int64_t scale_exp
     cdef Py_ssize_t window          # J: steps a stamp stays live
@@ -157,16 +193,15 @@ cdef class PairwiseAUCProblem:
     cdef double[::1] theta_inv_pow  # theta^(1-n), n = 0 .. K - 1
     cdef double[::1] block_sum      # F_b(k) of the live blocks, slot (b - first_step) / K % block_slots
     cdef double[::1] stamp_block_sum  # F_b(s) of the live stamps, slot s % stamp_slots
-    cdef double[::1] live_scale_mant  # P at the live stamps, slot s % stamp_slots
-    cdef int64_t[::1] live_scale_exp
     cdef double[::1] archived_b     # B of the expired stamps (index s - first_step)
     cdef double[::1] archived_scale_mant  # P when the stamp expired
     cdef int64_t[::1] archived_scale_exp
     # capacities of the call's workspaces: steps, and non-zeros of one row
     cdef Py_ssize_t max_steps, max_row_nnz
     # the union of the supports of a step's two rows, with D = a_k - a_{k-1}
-    # the last step whose row held column j (the partner's pass skips it)
-    cdef int64_t[::1] touched_at
+    # 1 while column j is in the current step's row (the partner's pass
+    # skips those); cleared before the step ends
+    cdef unsigned char[::1] in_row
     cdef int64_t[::1] union_index
     cdef double[::1] union_diff     # D on the union
     cdef Py_ssize_t union_nnz
@@ -192,12 +227,14 @@ cdef class PairwiseAUCProblem:
                  const int64_t[::1] partner_indices, const double[::1] partner_values,
                  double partner_label, double partner_weight,
                  Py_ssize_t n_rows, Py_ssize_t max_row_nnz,
+                 PairwiseWorkspace workspace not None,
                  double[::1] coef_sum=None, int64_t n_averaged=0):
-        cdef Py_ssize_t d = coef.shape[0], q, j
+        cdef Py_ssize_t d = coef.shape[0], q
         cdef Py_ssize_t cap
         if (momentum.shape[0] != d or sum_sq_gradient.shape[0] != d
                 or score_stats.shape[0] != 2 or score_stats.shape[1] != 3
                 or partner_values.shape[0] != partner_indices.shape[0]
+                or workspace.stamp.shape[0] != d or workspace.n_stamped != 0
                 or (partner_indices.shape[0] and not
                     (0 <= np.min(partner_indices) and np.max(partner_indices) < d))):
             raise ValueError("The pairwise AUC state arrays do not fit one another.")
@@ -221,24 +258,26 @@ cdef class PairwiseAUCProblem:
         self.partner_label = partner_label
         self.partner_weight = partner_weight
 
-        self.partner_dense = np.zeros(d, dtype=np.float64)
+        self.workspace = workspace
+        self.partner_dense = workspace.partner_dense
         cap = min(d, 2 * max(max_row_nnz, partner_indices.shape[0]))
         self.partner_indices = np.zeros(max(cap, 1), dtype=np.int64)
+        self.partner_values = np.zeros(max(cap, 1), dtype=np.float64)
         self.partner_nnz = partner_indices.shape[0]
         for q in range(self.partner_nnz):
-            j = partner_indices[q]
-            self.partner_indices[q] = j
-            self.partner_dense[j] = partner_values[q]
-        self.touched_at = np.full(d, -1, dtype=np.int64)
+            self.partner_indices[q] = partner_indices[q]
+            self.partner_values[q] = partner_values[q]
+        self.in_row = workspace.in_row
         self.union_index = np.zeros(max(cap, 1), dtype=np.int64)
         self.union_diff = np.zeros(max(cap, 1), dtype=np.float64)
 
         self.first_step = t + 1
-        self.stamp = np.full(d, self.first_step, dtype=np.int64)
+        self.stamp = workspace.stamp
+        self.stamped = workspace.stamped
         self.scale_mant = 1.0
         self.scale_exp = 0
-        self.coord_scale_mant = np.ones(d, dtype=np.float64)
-        self.coord_scale_exp = np.zeros(d, dtype=np.int64)
+        self.step_scale_mant = np.ones(n_rows + 1, dtype=np.float64)
+        self.step_scale_exp = np.zeros(n_rows + 1, dtype=np.int64)
         self.window = momentum_window(self.theta)
         self.stamp_slots = self.window + 1
         self.block_len = block_length(self.theta)
@@ -254,8 +293,6 @@ cdef class PairwiseAUCProblem:
         # stamp first_step opens its block with F = 0 and P = 1
         self.block_sum = np.zeros(self.block_slots, dtype=np.float64)
         self.stamp_block_sum = np.zeros(self.stamp_slots, dtype=np.float64)
-        self.live_scale_mant = np.ones(self.stamp_slots, dtype=np.float64)
-        self.live_scale_exp = np.zeros(self.stamp_slots, dtype=np.int64)
         self.archived_b = np.zeros(n_rows + 1, dtype=np.float64)
         self.archived_scale_mant = np.ones(n_rows + 1, dtype=np.float64)
         self.archived_scale_exp = np.zeros(n_rows + 1, dtype=np.int64)
@@ -335,7 +372,8 @@ cdef class PairwiseAUCProblem:
     cdef inline void catch_up(self, Py_ssize_t j, int64_t k) noexcept nogil:
         """Bring w_j to the start of step k and m_j to m_{j,k-1}; restamp at k
         (and, when averaging, add the idle iterates w_{s+1..k} to the sum)."""
-        cdef int64_t s = self.stamp[j]
+        cdef int64_t offset = self.stamp[j]
+        cdef int64_t s = self.first_step + offset
         cdef int64_t n = k - s
         cdef double m, w, c, b, ratio, Q, C
         if n == 0:
@@ -343,7 +381,7 @@ cdef class PairwiseAUCProblem:
         if self.average:
             self.range_sums(s, k, &Q, &C)
             self.coef_sum[j] += self.coef[j] * Q
-        ratio = self.scale_since(self.coord_scale_mant[j], self.coord_scale_exp[j])
+        ratio = self.scale_since(self.step_scale_mant[offset], self.step_scale_exp[offset])
         w = self.coef[j] * ratio
         m = self.momentum[j]
         if m != 0.0:
@@ -362,16 +400,37 @@ cdef class PairwiseAUCProblem:
             w -= c * self.momentum[j] * b
             self.momentum[j] = m
         self.coef[j] = w
-        self.stamp[j] = k
-        self.coord_scale_mant[j] = self.scale_mant
-        self.coord_scale_exp[j] = self.scale_exp
+        self.set_stamp(j, offset, k - self.first_step)
+
+    cdef inline void set_stamp(self, Py_ssize_t j, int64_t old, int64_t new) noexcept nogil:
+        """Stamp j at offset ``new`` (> 0); the first such stamp of the call
+        lists j, so that the workspace can be cleaned in O(nnz)."""
+        if old == 0:
+            self.stamped[self.workspace.n_stamped] = j
+            self.workspace.n_stamped += 1
+        self.stamp[j] = new
+
+    cdef void release_workspace(self) noexcept nogil:
+        """Zero the workspace again (after the call's last read of it)."""
+        cdef Py_ssize_t q
+        for q in range(self.workspace.n_stamped):
+            self.stamp[self.stamped[q]] = 0
+        self.workspace.n_stamped = 0
+        for q in range(self.partner_nnz):
+            self.partner_dense[self.partner_indices[q]] = 0.0
 
     cdef void finalize(self) noexcept nogil:
-        """Bring every coordinate to the start of the next step (O(n_features))."""
+        """Bring every coordinate to the start of the next step.  One
+        whose weight and momentum are zero stays zero (every lazy term is a
+        multiple of the two, and so is its part of the averaged sum), so
+        only a read of the two arrays is O(n_features)."""
         cdef Py_ssize_t j
         cdef int64_t k = self.t + 1
+        cdef double* w = &self.coef[0]
+        cdef double* mom = &self.momentum[0]
         for j in range(self.coef.shape[0]):
-            self.catch_up(j, k)
+            if w[j] != 0.0 or mom[j] != 0.0:
+                self.catch_up(j, k)
 
     # -- the steps of one sample k, in the order run_epoch takes them -------
 
@@ -494,9 +553,7 @@ cdef class PairwiseAUCProblem:
             w[j] = rho * (w[j] - gamma * self.coord_step(j) * self.momentum[j])
             if self.average:
                 self.coef_sum[j] += w[j]
-            self.stamp[j] = k + 1
-            self.coord_scale_mant[j] = self.scale_mant
-            self.coord_scale_exp[j] = self.scale_exp
+            self.set_stamp(j, k - self.first_step, k + 1 - self.first_step)
 
     cdef inline void advance_idle(self, int64_t k, double rho, double gamma) noexcept nogil:
         """The lazy catch-up's sums after step k: F_b(k + 1) for the blocks
@@ -521,20 +578,18 @@ cdef class PairwiseAUCProblem:
                                                   + self.theta_pow[k - block_start] * gamma)
         expired = k - self.window
         if expired >= first:
-            slot = expired % self.stamp_slots
             self.archived_b[expired - first] = self.live_b(
-                expired, self.scale_since(self.live_scale_mant[slot],
-                                          self.live_scale_exp[slot]))
+                expired, self.scale_since(self.step_scale_mant[expired - first],
+                                          self.step_scale_exp[expired - first]))
             self.archived_scale_mant[expired - first] = self.scale_mant
             self.archived_scale_exp[expired - first] = self.scale_exp
         # the sum of a block that starts at k + 1 is still empty
         block = (k + 1 - first) // K
         if k + 1 == first + block * K:
             self.block_sum[block % self.block_slots] = 0.0
-        slot = (k + 1) % self.stamp_slots
-        self.stamp_block_sum[slot] = self.block_sum[block % self.block_slots]
-        self.live_scale_mant[slot] = self.scale_mant
-        self.live_scale_exp[slot] = self.scale_exp
+        self.stamp_block_sum[(k + 1) % self.stamp_slots] = self.block_sum[block % self.block_slots]
+        self.step_scale_mant[k + 1 - first] = self.scale_mant
+        self.step_scale_exp[k + 1 - first] = self.scale_exp
 
     cdef inline void record_step_map(self, int64_t k, double rho, double gamma) noexcept nogil:
         set_step_map(&self.step_maps[0, 0], self.n_leaves, k - self.first_step,
@@ -556,7 +611,7 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
     cdef double* partner = &problem.partner_dense[0]
     for q in range(nnz):
         j = row_indices[q]
-        problem.touched_at[j] = k
+        problem.in_row[j] = 1
         problem.catch_up(j, k)
         problem.union_index[n_union] = j
         problem.union_diff[n_union] = row_data[q] - partner[j]
@@ -564,12 +619,14 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
         n_union += 1
     for q in range(problem.partner_nnz):
         j = problem.partner_indices[q]
-        if problem.touched_at[j] == k:
+        if problem.in_row[j]:
             continue
         problem.catch_up(j, k)
         problem.union_index[n_union] = j
         problem.union_diff[n_union] = -partner[j]
         n_union += 1
+    for q in range(nnz):
+        problem.in_row[row_indices[q]] = 0
     problem.union_nnz = n_union
     return score
 
@@ -633,6 +690,9 @@ def run_epoch(PairwiseAUCProblem problem,
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
     with nogil:
+        # the workspace is written only from here on, where nothing can fail
+        for s in range(problem.partner_nnz):
+            problem.partner_dense[problem.partner_indices[s]] = problem.partner_values[s]
         for s in range(rows.n_steps):
             nnz = step_row(&rows, s, &i, &row_data, &row_indices)
             sw = sample_weight[i]
@@ -666,4 +726,5 @@ def run_epoch(PairwiseAUCProblem problem,
     if last_row >= 0:
         last_indices = np.asarray(problem.partner_indices)[:problem.partner_nnz].copy()
         last = (last_indices, np.asarray(problem.partner_dense)[last_indices])
+    problem.release_workspace()
     return sum_loss, sum_weight, last

@@ -7,7 +7,7 @@ from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
 from ._base import BaseOnlineLinearClassifier
 from ._loss import make_pair_loss
-from ._pairwise_auc_fast import PairwiseAUCProblem, run_epoch
+from ._pairwise_auc_fast import PairwiseAUCProblem, PairwiseWorkspace, run_epoch
 
 
 class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
@@ -345,6 +345,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             partner_weight=float(self.last_sample_weight_),
             n_rows=order.shape[0],
             max_row_nnz=max_row_nnz,
+            workspace=self._workspace(k, lambda: PairwiseWorkspace(n_features)),
             coef_sum=self.coef_sum_[0] if self.average else None,
             n_averaged=int(self.averaged_steps_),
         )

@@ -201,6 +201,27 @@ def test_chunks_continue_the_pair_and_match_the_reference(stream, average):
     assert two.pair_weight_ == 1.0 and np.any(two.coef_)
 
 
+
+@pytest.mark.parametrize("average, radius", [(False, None), (True, 0.5), (False, 0.5)])
+def test_epochs_sharing_one_workspace_equal_separate_calls(stream, average, radius):
+    """The passes of one fit reuse one per-feature workspace, which each
+    pass must hand back clean: three epochs of fit take the steps of three
+    partial_fit calls over the same rows (each with a fresh workspace), to
+    the bit."""
+    X, y, sample_weight = stream
+    params = dict(loss="hinge", eta=0.3, theta=0.9, radius=radius, average=average,
+                  shuffle=False)
+    for X_in in (X, sp.csr_matrix(X)):
+        fitted = PairwiseAUCClassifier(max_iter=3, tol=None, **params)
+        fitted.fit(X_in, y, sample_weight=sample_weight)
+        streamed = PairwiseAUCClassifier(**params)
+        for _ in range(3):
+            streamed.partial_fit(X_in, y, classes=[-1, 1], sample_weight=sample_weight)
+        for name in ("iterate_", "momentum_", "coef_sum_", "sum_sq_gradient_",
+                     "total_sq_gradient_", "score_stats_", "last_sample_values_"):
+            assert_array_equal(getattr(fitted, name), getattr(streamed, name))
+        assert fitted.t_ == streamed.t_ == 3 * np.count_nonzero(sample_weight)
+
 def test_multiclass_is_a_clear_error_and_changes_nothing():
     X, y = load_digits(n_class=3, return_X_y=True)
     clf = PairwiseAUCClassifier()
