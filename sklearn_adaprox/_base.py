@@ -385,6 +385,11 @@ class BaseOnlineLinearModel(BaseEstimator):
         self._check_state_fits_in_memory()
         if not first_call:
             self._copy_fitted_state(X)
+        elif X is not None and sp.issparse(X) and self._in_place_arrays():
+            # A fresh state changes only in the columns of X's non-zeros
+            # (see _in_place_arrays): the per-pass checks of the arrays
+            # updated in place read those columns, not the whole width.
+            self._touched_columns = touched_columns(X.indices, X.shape[1])
         if not partial:
             self.loss_curve_ = []
 
@@ -455,6 +460,10 @@ class BaseOnlineLinearModel(BaseEstimator):
         Of the arrays updated in place, only the columns this call could
         change are looked at."""
         columns = self.__dict__.get("_touched_columns")
+        if (columns is None or isinstance(columns, slice)
+                or 2 * columns.shape[0] > self.n_features_in_):
+            # most columns: a sum over each whole array is quicker than a copy
+            columns = None
         in_place = self._in_place_arrays() if columns is not None else ()
         for name, value in self.__dict__.items():
             if not (name.endswith("_") and isinstance(value, np.ndarray)
