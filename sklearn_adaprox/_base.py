@@ -57,6 +57,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ._dataset import (
     as_row_arrays,
     check_sparse_structure,
+    csr_scores,
     shuffled_order,
     touched_columns,
 )
@@ -317,6 +318,44 @@ class BaseOnlineLinearModel(BaseEstimator):
     def _coef_is_computed(self):
         return False
 
+    def _checked_scoring_input(self, X):
+        """X as ``validate_data(self, X, accept_sparse="csr", reset=False)``
+        returns it, for the common call on a fitted model -- a CSR matrix
+        or a 2-D ndarray of float64/float32 of the fitted width, without
+        feature names, of finite values -- in a few cheap checks instead of
+        scikit-learn's general validation, which costs several times the
+        product when one row is scored at a time.  None for anything else
+        (an unfitted model too): the general path then validates it, with
+        its messages.  X's sparse structure must have been checked."""
+        if "n_features_in_" not in self.__dict__ or "feature_names_in_" in self.__dict__:
+            return None
+        if type(X) in (sp.csr_matrix, sp.csr_array):
+            values = X.data
+        elif type(X) is np.ndarray and X.ndim == 2:
+            values = X
+        else:
+            return None
+        if (X.dtype not in (np.float64, np.float32) or X.shape[0] < 1
+                or X.shape[1] != self.n_features_in_ or not all_finite(values)):
+            return None
+        return X
+
+    def _scores(self, X):
+        """``X @ coef_.T + intercept_`` for any input the model
+        accepts: validated as scikit-learn's ``decision_function`` does (or
+        by ``_checked_scoring_input``), with only the weights of X's columns
+        computed where the model computes them (``_sparse_products``)."""
+        X = check_structure(X)
+        checked = self._checked_scoring_input(X)
+        if checked is None:
+            check_is_fitted(self)
+            checked = validate_data(self, X, accept_sparse="csr", reset=False)
+        if sp.issparse(checked) and self._coef_is_computed():
+            scores = self._sparse_products(checked)
+        else:
+            scores = safe_sparse_dot(checked, self.coef_.T, dense_output=True)
+        return scores + self.intercept_
+
     def _sparse_products(self, X):
         """``X @ coef_.T`` for a validated CSR X, where coef_ is computed
         from the state.  With fewer non-zeros than weights, only the weights
@@ -325,11 +364,10 @@ class BaseOnlineLinearModel(BaseEstimator):
         if 2 * X.nnz < X.shape[1]:
             columns = touched_columns(X.indices, X.shape[1])
             weights = self._coef_at(columns)
-            X = sp.csr_matrix((X.data, np.searchsorted(columns, X.indices), X.indptr),
-                              shape=(X.shape[0], columns.shape[0]))
-        else:
-            weights = self.coef_
-        return safe_sparse_dot(X, weights.T, dense_output=True)
+            scores = csr_scores(X.data, np.searchsorted(columns, X.indices), X.indptr,
+                                np.ascontiguousarray(np.atleast_2d(weights)))
+            return scores if weights.ndim == 2 else scores[:, 0]
+        return safe_sparse_dot(X, self.coef_.T, dense_output=True)
 
     # ------------------------------------------------------------------
     def _transaction(self, call, *args):
@@ -864,12 +902,7 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
             binary model (positive: ``classes_[1]``), one per class
             otherwise.
         """
-        X = check_structure(X)
-        if not (sp.issparse(X) and self._coef_is_computed()):
-            return super().decision_function(X)
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False)
-        scores = self._sparse_products(X) + self.intercept_
+        scores = self._scores(X)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     # ------------------------------------------------------------------
@@ -1020,8 +1053,4 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
         y_pred : ndarray of shape (n_samples,)
             The predicted targets.
         """
-        check_is_fitted(self)
-        X = validate_data(self, check_structure(X), accept_sparse="csr", reset=False)
-        if sp.issparse(X) and self._coef_is_computed():
-            return self._sparse_products(X) + self.intercept_[0]
-        return safe_sparse_dot(X, self.coef_, dense_output=True) + self.intercept_[0]
+        return self._scores(X)

@@ -164,6 +164,30 @@ def touched_columns_of_rows(const index_t[::1] indices, const index_t[::1] indpt
     return _marked(seen)
 
 
+def csr_scores(const floating[::1] data, const int64_t[::1] positions,
+               const index_t[::1] indptr, const double[:, ::1] weights):
+    """``scores[i, k] = sum_q data[q] * weights[k, positions[q]]`` over the
+    entries q of CSR row i, summed in the row's order from 0, as scipy's
+    CSR product sums them (so the same numbers, bit for bit), without
+    building a matrix around the arrays (which costs more than scoring a
+    few rows).  ``positions[q]`` is the column of entry q in ``weights``;
+    every one must be in range, and the row pointers valid (the caller
+    derives them from a checked X)."""
+    cdef Py_ssize_t n_rows = indptr.shape[0] - 1, n_out = weights.shape[0]
+    cdef Py_ssize_t i, k, q
+    cdef double total
+    scores = np.zeros((n_rows, n_out), dtype=np.float64)
+    cdef double[:, ::1] out = scores
+    with nogil:
+        for i in range(n_rows):
+            for k in range(n_out):
+                total = 0.0
+                for q in range(indptr[i], indptr[i + 1]):
+                    total = total + data[q] * weights[k, positions[q]]
+                out[i, k] = total
+    return scores
+
+
 cdef _marked(const uint8_t[::1] seen):
     """The sorted int64 positions of the non-zero bytes of ``seen``."""
     cdef Py_ssize_t j, n = 0

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_adaprox._dataset import (as_row_arrays, csr_has_duplicates, shuffled_order,
-                                      touched_columns)
+from sklearn_adaprox._dataset import (as_row_arrays, csr_has_duplicates, csr_scores,
+                                      shuffled_order, touched_columns)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -84,3 +84,25 @@ def test_touched_columns_are_the_sorted_distinct_indices(nnz, n_features):
     got = touched_columns(indices, n_features)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, np.unique(indices))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_csr_scores_are_scipys_product_bit_for_bit(dtype, index_dtype, n_outputs):
+    """The scores of a few rows against the weights of their own columns:
+    the numbers of scipy's product with the whole weight matrix, in its
+    order of summation, empty rows and unsorted indices included."""
+    rng = np.random.RandomState(0)
+    X = sp.random(40, 5000, density=0.01, format="csr", random_state=rng,
+                  data_rvs=lambda n: rng.standard_normal(n) * 1e3).astype(dtype)
+    X = sp.vstack([X[:10], sp.csr_matrix((2, 5000), dtype=dtype), X[10:]], format="csr")
+    X.indices = X.indices.astype(index_dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    X.indices[X.indptr[3]:X.indptr[4]] = X.indices[X.indptr[3]:X.indptr[4]][::-1].copy()
+    assert np.any(np.diff(X.indptr) == 0)
+    W = rng.standard_normal((n_outputs, 5000))
+    columns = touched_columns(X.indices, X.shape[1])
+    got = csr_scores(X.data, np.searchsorted(columns, X.indices), X.indptr,
+                     np.ascontiguousarray(W[:, columns]))
+    np.testing.assert_array_equal(got, X @ W.T)

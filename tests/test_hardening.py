@@ -435,3 +435,35 @@ def test_float32_and_float64_with_the_same_values_give_the_same_model(est, layou
     atol = 1e-10 if isinstance(est, RDAPlusClassifier) else 0
     np.testing.assert_allclose(m32.coef_, m64.coef_, rtol=0, atol=atol)
     np.testing.assert_allclose(m32.intercept_, m64.intercept_, rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=IDS)
+def test_scoring_shortcut_gives_the_general_paths_scores_and_errors(est):
+    """decision_function / predict take a shortcut for CSR and ndarray input
+    of float64/float32 of the fitted width: the same numbers as the general
+    validation path (COO and list input go through it), bit for bit, and
+    input that the shortcut cannot vouch for still gets scikit-learn's
+    error.  A wide model computes only the weights of a row's columns."""
+    X, y = _data(n=80, d=3000)
+    X = X[:, :3000]
+    model = _fitted(est, X, y)
+    score = model.predict if isinstance(model, ImplicitFTRLRegressor) else model.decision_function
+    for rows in (X[:1], X[5:9], X[:0]):
+        if rows.shape[0] == 0:
+            with pytest.raises(ValueError, match="0 sample"):
+                score(rows)
+            continue
+        general = score(rows.tocoo())
+        for fast in (rows, sp.csr_array(rows), rows.astype(np.float32)):
+            np.testing.assert_array_equal(score(fast), score(fast.tocoo()))
+        np.testing.assert_array_equal(score(rows), general)
+        dense = rows.toarray()
+        np.testing.assert_array_equal(score(dense), score(dense.tolist()))
+    bad = _copy(X[:2])
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        score(bad)
+    with pytest.raises(ValueError, match="infinity"):
+        score(np.full((1, 3000), np.inf))
+    with pytest.raises(ValueError, match="features"):
+        score(X[:1, :2999])
