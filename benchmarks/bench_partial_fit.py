@@ -12,6 +12,11 @@ budget of about ``--budget`` seconds per cell.  The cost of a call that
 does not depend on the width shows as a per-row time that stays flat from
 2**16 to 2**24 columns.
 
+A second table scores one row at a time: ``decision_function`` of each
+model on a one-row CSR matrix against the plain products a user could
+write instead (scipy's ``row @ w`` and NumPy's ``data @ w[indices]``) and
+river's ``predict_proba_one``.
+
 Printed: microseconds per row, for each width and chunk size.
 Run: ``python benchmarks/bench_partial_fit.py [--budget 0.5] [--json PATH]``.
 """
@@ -60,6 +65,16 @@ def per_row(learn, chunks, budget):
     return 1e6 * (time.perf_counter() - start) / rows
 
 
+def per_call(score, rows, budget):
+    """Microseconds per ``score(row)`` over the rows, cycled within ``budget``
+    seconds (at least one full cycle)."""
+    calls, start = 0, time.perf_counter()
+    while calls < len(rows) or time.perf_counter() - start < budget:
+        score(rows[calls % len(rows)])
+        calls += 1
+    return 1e6 * (time.perf_counter() - start) / calls
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=float, default=0.5,
@@ -71,6 +86,11 @@ def main():
                    "river learn_one", "SGD / ours"],
                   notes=f"Text-like rows of about {NNZ} non-zeros; every model continues "
                   "a state fitted on 1000 rows.  river has no chunks: one row per call.")
+    RESULTS.table("score_one", "Scoring one row: microseconds per call, by width",
+                  ["width", "AdaGradClassifier", "SGDClassifier", "scipy row @ w",
+                   "numpy data @ w[indices]", "river predict_proba_one"],
+                  notes="decision_function on a one-row CSR matrix of a fitted model; the "
+                  "plain products use a weight vector of the width.")
     try:
         from river import linear_model as river_linear
     except ImportError:
@@ -104,6 +124,18 @@ def main():
                   f"{river_cost:9.1f} {sgd_cost / ours_cost:9.2f}", flush=True)
             RESULTS.row("per_row", f"2^{int(np.log2(width))}", chunk, ours_cost, sgd_cost,
                         river_cost, sgd_cost / ours_cost)
+        rows = [X[i:i + 1] for i in range(1000, 2000)]
+        w = np.random.RandomState(0).standard_normal(width)
+        costs = [per_call(ours.decision_function, rows, args.budget),
+                 per_call(sgd.decision_function, rows, args.budget),
+                 per_call(lambda r: r @ w, rows, args.budget),
+                 per_call(lambda r: r.data @ w[r.indices], rows, args.budget),
+                 per_call(model.predict_proba_one, dicts[1000:2000], args.budget)
+                 if river_linear is not None else np.nan]
+        print(f"2^{int(np.log2(width)):<4d} score one row: ours {costs[0]:.1f}, SGD "
+              f"{costs[1]:.1f}, row @ w {costs[2]:.1f}, data @ w[indices] {costs[3]:.1f}, "
+              f"river {costs[4]:.1f} us", flush=True)
+        RESULTS.row("score_one", f"2^{int(np.log2(width))}", *costs)
     RESULTS.write(args.json)
 
 
