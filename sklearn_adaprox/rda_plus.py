@@ -157,7 +157,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         False gives plain RDA (Xiao 2010), the non-adaptive baseline.
     max_newton_support : int, default=200
         Newton systems with at most this many free coordinates are solved by
-        Cholesky; beyond, by conjugate gradients on Hessian-vector products.
+        Cholesky; beyond, by damped conjugate gradients on Hessian-vector
+        products (see ``_l1_logistic._newton_direction``).
     max_reservoir : int, default=10000
         ``partial_fit``: size of the uniform reservoir sample (Vitter's
         Algorithm R over the rows of non-zero weight) of the stream seen so
