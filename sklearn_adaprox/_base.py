@@ -423,10 +423,13 @@ class BaseOnlineLinearModel(BaseEstimator):
         self._check_state_fits_in_memory()
         if not first_call:
             self._copy_fitted_state(X)
-        elif X is not None and sp.issparse(X) and self._in_place_arrays():
+        elif (X is not None and sp.issparse(X) and X.nnz < X.shape[1]
+              and self._in_place_arrays()):
             # A fresh state changes only in the columns of X's non-zeros
-            # (see _in_place_arrays): the per-pass checks of the arrays
-            # updated in place read those columns, not the whole width.
+            # (see _in_place_arrays): with fewer non-zeros than columns
+            # (hashed text), the per-pass checks of the arrays updated in
+            # place read those columns, not the whole width.  With more,
+            # listing them costs more than a one-pass fit's checks.
             self._touched_columns = touched_columns(X.indices, X.shape[1])
         if not partial:
             self.loss_curve_ = []
