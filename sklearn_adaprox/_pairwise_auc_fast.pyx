@@ -140,10 +140,6 @@ cdef class PairwiseWorkspace:
         self.partner_dense = np.zeros(n_features, dtype=np.float64)
         self.in_row = np.zeros(n_features, dtype=np.uint8)
 
-    @property
-    def n_features(self):
-        return self.stamp.shape[0]
-
 
 @cython.final
 cdef class PairwiseAUCProblem:
