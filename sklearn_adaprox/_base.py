@@ -528,15 +528,20 @@ class BaseOnlineLinearModel(BaseEstimator):
         try:
             yield
         finally:
-            del self._workspaces
+            # pop: a thread racing this call on one estimator (unsupported)
+            # may have replaced the attribute dict
+            self.__dict__.pop("_workspaces", None)
 
     def _workspace(self, k, make):
         """Problem k's scratch for this call: made by ``make()`` at the
         first pass, the same object at the next ones (a kernel hands it back
         clean), so that its memory is mapped once per call, not per pass."""
-        workspace = self._workspaces.get(k)
+        workspaces = self.__dict__.get("_workspaces")
+        if workspaces is None:  # dropped by a racing call: a private one
+            return make()
+        workspace = workspaces.get(k)
         if workspace is None:
-            workspace = self._workspaces[k] = make()
+            workspace = workspaces[k] = make()
         return workspace
 
     def _run_epochs(self, X, targets, sample_weight, partial, n_jobs=None, order=None):

@@ -126,12 +126,15 @@ cdef class PairwiseWorkspace:
     O(nnz) (it lists the coordinates it stamps).  The passes of one
     ``fit`` share one workspace, so its pages are mapped once rather than
     once per epoch (a fresh page costs more than the step that touches it).
+    One pass at a time: ``run_epoch`` refuses a workspace in use (two
+    threads fitting one estimator at once), which two passes would corrupt.
     """
     cdef int64_t[::1] stamp         # offset of the step a weight is current at
     cdef int64_t[::1] stamped       # the coordinates whose stamp is not 0
     cdef Py_ssize_t n_stamped
     cdef double[::1] partner_dense  # the partner row, scattered
     cdef unsigned char[::1] in_row  # 1 for the columns of the current row
+    cdef public bint in_use         # a pass is using it
 
     def __init__(self, Py_ssize_t n_features):
         self.stamp = np.zeros(n_features, dtype=np.int64)
@@ -139,6 +142,7 @@ cdef class PairwiseWorkspace:
         self.n_stamped = 0
         self.partner_dense = np.zeros(n_features, dtype=np.float64)
         self.in_row = np.zeros(n_features, dtype=np.uint8)
+        self.in_use = False
 
 
 @cython.final
@@ -414,6 +418,7 @@ cdef class PairwiseAUCProblem:
         self.workspace.n_stamped = 0
         for q in range(self.partner_nnz):
             self.partner_dense[self.partner_indices[q]] = 0.0
+        self.workspace.in_use = False
 
     cdef void finalize(self) noexcept nogil:
         """Bring every coordinate to the start of the next step.  One
@@ -685,6 +690,11 @@ def run_epoch(PairwiseAUCProblem problem,
     cdef double sw, label, score, d, gamma, rho
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
+    # taken with the GIL held, so that no other pass can take it too
+    if problem.workspace.in_use:
+        raise ValueError("The pairwise AUC workspace is in use by another pass "
+                         "(concurrent calls on one estimator are not supported).")
+    problem.workspace.in_use = True
     with nogil:
         # the workspace is written only from here on, where nothing can fail
         for s in range(problem.partner_nnz):

@@ -366,3 +366,22 @@ def test_n_jobs_is_deprecated():
     with pytest.warns(FutureWarning, match="n_jobs was deprecated"):
         given = PairwiseAUCClassifier(random_state=0, max_iter=2, tol=None, n_jobs=2).fit(X, y)
     assert_array_equal(given.coef_, default.coef_)
+
+
+def test_a_workspace_in_use_is_refused_and_nothing_changes(stream, monkeypatch):
+    """Two passes must never share the per-feature scratch (two threads
+    fitting one estimator at once): a workspace marked in use is refused
+    before any state is written, and a pass hands its own back free."""
+    from sklearn_adaprox import pairwise_auc
+    X, y, sample_weight = stream
+    clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False).fit(X, y)
+    busy = pairwise_auc.PairwiseWorkspace(X.shape[1])
+    monkeypatch.setattr(pairwise_auc, "PairwiseWorkspace", lambda n_features: busy)
+    busy.in_use = True
+    before = pickle.dumps(clf)
+    with pytest.raises(ValueError, match="in use by another pass"):
+        clf.partial_fit(X, y)
+    assert pickle.dumps(clf) == before
+    busy.in_use = False
+    clf.partial_fit(X, y)
+    assert not busy.in_use and clf.t_ == 2 * X.shape[0]
