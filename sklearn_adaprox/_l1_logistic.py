@@ -37,7 +37,10 @@ _BLAS_LOCK = threading.Lock()
 _BLAS_LIMITER = None  # the limit in force while _BLAS_USERS > 0
 _BLAS_USERS = 0
 
-# the name of cg's relative tolerance: rtol from scipy 1.12 on, tol before
+# the name of cg's relative tolerance: rtol from scipy 1.12 on, tol before.
+# atol=0 is passed explicitly: before 1.12 its default ("legacy") returned a
+# zero solution whenever |b| <= tol, i.e. every Newton direction once the
+# residual was small.
 CG_RTOL = "rtol" if "rtol" in inspect.signature(cg).parameters else "tol"
 
 
@@ -372,7 +375,7 @@ def _newton_direction(R, dd, F, r, fit_intercept, max_direct):
     damped = (1.0 + mu) * h
     step, _ = cg(LinearOperator((k, k), matvec=lambda v: apply(v) + mu * h * v,
                                 dtype=np.float64), -r,
-                 **{CG_RTOL: rtol}, maxiter=min(k, MAX_CG_ITER),
+                 **{CG_RTOL: rtol}, atol=0.0, maxiter=min(k, MAX_CG_ITER),
                  M=LinearOperator((k, k), matvec=lambda v: v / damped, dtype=np.float64))
     return step
 
