@@ -327,18 +327,23 @@ class BaseOnlineLinearModel(BaseEstimator):
         product when one row is scored at a time.  None for anything else
         (an unfitted model too): the general path then validates it, with
         its messages.  X's sparse structure must have been checked."""
+        if not self._is_plain_input(X, c_ordered=False):
+            return None
+        return X if all_finite(X.data if sp.issparse(X) else X) else None
+
+    def _is_plain_input(self, X, c_ordered):
+        """True for the input the short paths check themselves: a CSR
+        matrix/array, or a 2-D ndarray (C-ordered if ``c_ordered``), of
+        float64/float32, with rows, of the fitted width, given to a model
+        fitted without feature names."""
         if "n_features_in_" not in self.__dict__ or "feature_names_in_" in self.__dict__:
-            return None
-        if type(X) in (sp.csr_matrix, sp.csr_array):
-            values = X.data
-        elif type(X) is np.ndarray and X.ndim == 2:
-            values = X
-        else:
-            return None
-        if (X.dtype not in (np.float64, np.float32) or X.shape[0] < 1
-                or X.shape[1] != self.n_features_in_ or not all_finite(values)):
-            return None
-        return X
+            return False
+        if type(X) not in (sp.csr_matrix, sp.csr_array) and (
+                type(X) is not np.ndarray or X.ndim != 2
+                or (c_ordered and not X.flags.c_contiguous)):
+            return False
+        return (X.dtype in (np.float64, np.float32) and X.shape[0] >= 1
+                and X.shape[1] == self.n_features_in_)
 
     def _scores(self, X):
         """``X @ coef_.T + intercept_`` for any input the model
@@ -839,15 +844,9 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         general validation (what a stream of small chunks pays per call).
         None for anything else: the general path then validates it, with its
         messages."""
-        if hasattr(self, "feature_names_in_") or not isinstance(y, np.ndarray):
+        if not isinstance(y, np.ndarray) or not self._is_plain_input(X, c_ordered=True):
             return None
-        if type(X) in (sp.csr_matrix, sp.csr_array):
-            pass
-        elif type(X) is not np.ndarray or X.ndim != 2 or not X.flags.c_contiguous:
-            return None
-        if (X.dtype not in (np.float64, np.float32) or X.shape[0] < 1
-                or X.shape[1] != self.n_features_in_
-                or y.ndim != 1 or y.shape[0] != X.shape[0] or y.dtype.kind not in "biufU"):
+        if y.ndim != 1 or y.shape[0] != X.shape[0] or y.dtype.kind not in "biufU":
             return None
         if y.dtype.kind == "f" and not np.isfinite(y).all():
             return None

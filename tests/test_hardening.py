@@ -445,7 +445,6 @@ def test_scoring_shortcut_gives_the_general_paths_scores_and_errors(est):
     input that the shortcut cannot vouch for still gets scikit-learn's
     error.  A wide model computes only the weights of a row's columns."""
     X, y = _data(n=80, d=3000)
-    X = X[:, :3000]
     model = _fitted(est, X, y)
     score = model.predict if isinstance(model, ImplicitFTRLRegressor) else model.decision_function
     for rows in (X[:1], X[5:9], X[:0]):
