@@ -8,6 +8,7 @@ Per pass, on each data set: wall time and test accuracy / log loss of
   in threads, merged);
 * ``dask``: ``DaskShardedTrainer`` on a ``LocalCluster`` of 2 worker
   processes of one thread each, the data persisted on the workers first;
+  the rounds of one fit, timed by its verbose lines;
 * ``incremental``: ``dask_ml.wrappers.Incremental`` on the same cluster (the
   blocks one after the other).
 
@@ -15,8 +16,11 @@ The learner is ``AdaGradClassifier(loss="log_loss")`` (dual averaging, l2);
 the trainers run with ``--combine`` (default ``average``).  Then a
 simulation of scale: 2, 4, 8, 16, 32 shards (threads), test accuracy per
 pass against shard count for both merges, and the bytes a round sends,
-measured: the pickled broadcast state (sent to every worker) and the
-pickled increment of one shard (one per partition up the reduction tree).
+measured: the pickled state and the pickled increment of one shard.  On
+Dask, one worker per shard, a round moves shards - 1 increments up the
+reduction tree (each addition runs where one of its two inputs is) and
+shards - 1 copies of the next state, made where the reduction ends, to
+the other workers.
 
 Data: a text-like CSR of ``--rows`` rows (default 1 million) over 2**20
 hashed columns (``make_sparse_zipf``, 80 % train), and, when
@@ -139,13 +143,29 @@ def _dask_collections(client, X, y, partitions):
 
 
 def run_dask(client, X, y, passes, combine):
+    """The rounds of one fit of ``passes`` rounds, timed by its verbose
+    lines (the state stays on the workers from round to round; a fit of
+    one round per pass with ``warm_start`` would send it back and forth
+    from the client); pass 1 includes a fit's set-up (the partitions'
+    rows checked, the first state made).  The model after pass p is that
+    of a fit of p rounds (the same rounds: no shuffling), fitted untimed."""
+    import contextlib
+    import io
+    import re
+
     Xd, yd = _dask_collections(client, X, y, 2)
-    trainer = DaskShardedTrainer(learner(), max_iter=1, combine=combine, shuffle=False,
-                                 warm_start=True)
-    for _ in range(passes):
-        start = time.perf_counter()
-        trainer.fit(Xd, yd, classes=np.unique(y))
-        yield time.perf_counter() - start, trainer.estimator_
+    classes = np.unique(y)
+
+    def trainer(rounds, verbose=0):
+        return DaskShardedTrainer(learner(), max_iter=rounds, combine=combine, shuffle=False,
+                                  verbose=verbose)
+
+    lines = io.StringIO()
+    with contextlib.redirect_stdout(lines):
+        trainer(passes, verbose=1).fit(Xd, yd, classes=classes)
+    elapsed = [float(t) for t in re.findall(r"elapsed ([0-9.]+) s", lines.getvalue())]
+    for p, seconds in enumerate(np.diff([0.0] + elapsed), start=1):
+        yield seconds, trainer(p).fit(Xd, yd, classes=classes).estimator_
 
 
 def run_incremental(client, X, y, passes):
@@ -199,7 +219,7 @@ def shard_simulation(name, X, y, Xt, yt, passes, shard_counts):
             for _ in range(passes):
                 trainer.fit(X, y)
                 scores.append(metrics(trainer.estimator_, Xt, yt)[0])
-            # one round's traffic: the state to every shard, one increment per shard
+            # one round's traffic on Dask (see the module's docstring)
             state = trainer.estimator_
             rows = np.arange(min(X.shape[0], -(-X.shape[0] // shards)))
             shard = pickle.loads(pickle.dumps(state)).partial_fit(X[rows], y[rows])
@@ -207,7 +227,7 @@ def shard_simulation(name, X, y, Xt, yt, passes, shard_counts):
             increment = _increment(rule, shard, rule.sums(state), 0, combine)
             state_bytes = len(pickle.dumps(state, protocol=5))
             inc_bytes = len(pickle.dumps(increment, protocol=5))
-            total = shards * (state_bytes + inc_bytes)
+            total = (shards - 1) * (state_bytes + inc_bytes)
             print(f"{combine:>8} {shards:>4} " + " ".join(f"{s:.4f}" for s in scores)
                   + f"  state {state_bytes} B, increment {inc_bytes} B, round {total} B")
             RESULTS.row(table, combine, shards, *scores, state_bytes, inc_bytes, total)

@@ -7,6 +7,7 @@ Dask is optional: ``pip install "sklearn_adaprox[dask]"``.  It is imported
 when :class:`DaskShardedTrainer` is fitted, not when this module is.
 """
 import copy
+import operator
 import time
 from numbers import Integral, Real
 
@@ -26,7 +27,6 @@ from .merge import (
     _add,
     _apply,
     _assign,
-    _final_steps,
     _increment,
     _merged_in_place,
     _rule_of,
@@ -160,10 +160,22 @@ def _continued(shard, rows, state, X, y, classes, columns, track, prepared):
     return shard, touched_columns_of_rows(X.indices, X.indptr, rows, X.shape[1])
 
 
-def _shard_pass(base, part, classes, position, single, combine="sum"):
-    """One ``partial_fit`` pass of a partition from the broadcast state:
-    the fitted model itself when it is the only partition (``single``),
-    else its increment over the base, with its progressive loss."""
+def _prepared(state, part):
+    """The training rows of a partition checked once against the state of
+    round 1 (``_prepare_rows``), for the passes of every round; None for an
+    empty partition, or where the learner's calls do more than pass over
+    their rows (RDA+'s reservoir): those rounds call ``partial_fit``."""
+    X, y = part[0], part[1]
+    if _n_rows(X) == 0 or not state._passes_over_row_subsets:
+        return None
+    return state._prepare_rows(X, y, classes=getattr(state, "classes_", None))
+
+
+def _shard_pass(base, part, prepared, classes, position, single, combine="sum"):
+    """One ``partial_fit`` pass of a partition from the round's state
+    (``prepared``: its rows as ``_prepared`` checked them, else None): the
+    fitted model itself when it is the only partition (``single``), else
+    its increment over the base, with its progressive loss."""
     X, y = part[0], part[1]
     n = _n_rows(X)
     if n == 0:  # an empty partition adds nothing
@@ -171,7 +183,11 @@ def _shard_pass(base, part, classes, position, single, combine="sum"):
         model.loss_curve_ = list(model.loss_curve_) + [np.nan]
     else:  # a failed call raises on the client; the copy is dropped
         with disposable():
-            model = _partial_fit(copy.deepcopy(base), X, y, classes)
+            model = copy.deepcopy(base)
+            if prepared is not None:
+                model._pass_over_rows(prepared, None)
+            else:
+                model = _partial_fit(model, X, y, classes)
     loss = model.loss_curve_[-1] if model.loss_curve_ else np.nan
     progress = np.array([loss * n if np.isfinite(loss) else 0.0, n if np.isfinite(loss) else 0])
     if single:
@@ -188,11 +204,30 @@ def _add_pass(a, b):
     return _add(a[0], b[0]), a[1] + b[1]
 
 
-def _final_pass(pair):
-    """The root of a round's reduction, finished on its worker: the merged
-    steps alone go to the client (a single partition's model as it is)."""
-    total, progress = pair
-    return (_final_steps(total) if isinstance(total, dict) else total), progress
+def _next_state(base, pair, single):
+    """The state of the next round, made on the worker that finished the
+    round's reduction (``pair``: the reduced increments and progress): it
+    stays on the workers, where the next round reads it."""
+    total = pair[0]
+    if single:
+        return total  # the only partition's model
+    if total is None:  # every partition was empty
+        return base
+    rule = _rule_of(base)
+    return _apply(rule, base, rule.sums(base), total)
+
+
+def _checked_pins(init):
+    """The pinned values of ``_initial_state``'s result, once its state is
+    checked to be one the merge covers."""
+    state, pinned = init
+    _rule_of(state).check(state)
+    return pinned
+
+
+def _round_summary(pair, state):
+    """What the client reads of a round: (progress, samples seen)."""
+    return pair[1], state.t_
 
 
 def _held_out_score(model, part):
@@ -222,10 +257,9 @@ class _Reduced:
         return self.root.result()
 
 
-def _tree_reduce(client, futures, combine, finish=None):
+def _tree_reduce(client, futures, combine):
     """Pairwise reduction of futures on the workers (a binary tree of
-    ``combine`` tasks, then ``finish`` of the root if given); the root
-    future (see ``_Reduced``)."""
+    ``combine`` tasks); the root future (see ``_Reduced``)."""
     levels = [futures]
     while len(futures) > 1:
         pairs = [client.submit(combine, futures[i], futures[i + 1], pure=False)
@@ -233,9 +267,6 @@ def _tree_reduce(client, futures, combine, finish=None):
         if len(futures) % 2:
             pairs.append(futures[-1])
         futures = pairs
-        levels.append(futures)
-    if finish is not None:
-        futures = [client.submit(finish, futures[0], pure=False)]
         levels.append(futures)
     return _Reduced(futures[0], levels)
 
@@ -465,13 +496,14 @@ class _ShardedTrainer(MetaEstimatorMixin, BaseEstimator):
 class DaskShardedTrainer(_ShardedTrainer):
     """Train an estimator of the package data-parallel on a Dask cluster.
 
-    Each round broadcasts the current state to the workers; every partition
-    of the data makes one ``partial_fit`` pass from it, on the worker that
-    holds the partition; the increments of the partitions are added up on
-    the workers (a tree reduction) and merged into the next state
-    (``sklearn_adaprox.merge``): the exact sum for the parts of the state
-    that are sums, a weighted average for the others.  With one partition
-    the result is the in-memory learner's, bit for bit.
+    In each round every partition of the data makes one ``partial_fit``
+    pass from the round's state, on the worker that holds the partition;
+    the increments of the partitions are added up on the workers (a tree
+    reduction) and merged into the next state (``sklearn_adaprox.merge``):
+    the exact sum for the parts of the state that are sums, a weighted
+    average for the others.  The state stays on the workers from round to
+    round; the client receives it after the last.  With one partition the
+    result is the in-memory learner's, bit for bit.
 
     Parameters
     ----------
@@ -580,10 +612,11 @@ class DaskShardedTrainer(_ShardedTrainer):
     ``violation_``; a further ``partial_fit`` continues dual averaging.
 
     A worker lost in the middle of a round loses no increment and counts
-    none twice: every task is a pure function of the broadcast state and
-    the partition, recomputed by Dask if its result is lost, and the state
-    is published only when the round is complete.  If a partition fails
-    (invalid data), ``fit`` raises its error and the trainer is unchanged.
+    none twice: every task is a pure function of its inputs (the round's
+    state, a partition), recomputed by Dask if its result is lost, and the
+    state is published only when the last round is complete.  If a
+    partition fails (invalid data), ``fit`` raises its error and the
+    trainer is unchanged.
 
     Examples
     --------
@@ -711,55 +744,70 @@ class DaskShardedTrainer(_ShardedTrainer):
         rng = check_random_state(self.random_state)
         start = time.perf_counter()
 
-        futures = []
+        futures = []  # what this fit holds on the cluster (released at the end)
         try:
             raw = self._partitions(client, dask, X, y)
             futures.extend(raw)
             seeds = rng.randint(np.iinfo(np.int32).max, size=len(raw))
+            # each partition's tasks run on its home worker (the data stays
+            # there), or on another if that one is lost
+            homes = [dict(workers=[home], allow_other_workers=True)
+                     for home in self._homes(client, raw)]
             parts = [client.submit(_split, p, float(self.validation_fraction), int(s),
-                                   pure=False)
-                     for p, s in zip(raw, seeds)]
+                                   pure=False, **home)
+                     for p, s, home in zip(raw, seeds, homes)]
             futures.extend(parts)
             n_parts = len(parts)
             if warm:
                 state, pinned = self._continued_state(), dict(self.resolved_params_)
                 if local:
                     state.set_params(local_phase=False)
+                rule.check(state)
+                [base] = client.scatter([state], broadcast=True, hash=False)
             else:
                 pin = resolved_attributes(est)
                 init = client.submit(_initial_state, est, parts[0], classes, pin, pure=False)
-                state, pinned = self._gather(client, init, "the first partition")
-            rule.check(state)
+                futures.append(init)
+                base = client.submit(operator.itemgetter(0), init, pure=False)
+                pinned = self._gather(client, client.submit(_checked_pins, init, pure=False),
+                                      "the first partition")
+            futures.append(base)
+            # every partition's rows are checked once, not every round
+            prepared = [client.submit(_prepared, base, p, pure=False, **home)
+                        for p, home in zip(parts, homes)]
+            futures.extend(prepared)
+            self._raise_first_failure(client, prepared)
 
+            # The state stays on the workers from round to round: a round's
+            # reduction ends on a worker, which makes the next state there,
+            # and the next round's tasks read it from there.  The client
+            # receives a few numbers per round and the state once, at the
+            # end.  The futures of the last two rounds are held: if a worker
+            # dies, Dask recomputes what it held from them (see Notes).
             curve = list(self.loss_curve_) if warm else []
             scores = list(self.validation_scores_) if warm else []
             best, no_improvement = -np.inf, 0
             rounds = 0
+            held_rounds = []
             for _ in range(self.max_iter):
                 order = rng.permutation(n_parts) if self.shuffle else np.arange(n_parts)
-                [base] = client.scatter([state], broadcast=True, hash=False)
-                futures.append(base)
-                tasks = [client.submit(_shard_pass, base, parts[j], classes, position,
-                                       n_parts == 1, self.combine, pure=False)
+                tasks = [client.submit(_shard_pass, base, parts[j], prepared[j], classes,
+                                       position, n_parts == 1, self.combine, pure=False,
+                                       **homes[j])
                          for position, j in enumerate(order)]
-                futures.extend(tasks)
-                root = _tree_reduce(client, tasks, _add_pass, _final_pass)
-                result, progress = self._gather(client, root, None, tasks, order)
-                if n_parts == 1:
-                    state = result
-                elif result is not None:  # None: every partition was empty
-                    state = _apply(rule, state, rule.sums(state), result)
+                root = _tree_reduce(client, tasks, _add_pass)
+                base = client.submit(_next_state, base, root.root, n_parts == 1, pure=False)
+                summary = client.submit(_round_summary, root.root, base, pure=False)
+                held_rounds.append([tasks, root.levels, base, summary])
+                del held_rounds[:-2]
+                progress, seen = self._gather(client, summary, None, tasks, order)
                 rounds += 1
                 loss = progress[0] / progress[1] if progress[1] > 0 else np.nan
                 curve.append(float(loss))
-                line = (f"-- round {rounds}: samples seen {state.t_}, progressive "
-                        f"loss {loss:.6g}")
+                line = f"-- round {rounds}: samples seen {seen}, progressive loss {loss:.6g}"
                 if self.validation_fraction > 0:
-                    [model] = client.scatter([state], broadcast=True, hash=False)
-                    futures.append(model)
-                    held = [client.submit(_held_out_score, model, p, pure=False)
-                            for p in parts]
-                    futures.extend(held)
+                    held = [client.submit(_held_out_score, base, p, pure=False, **home)
+                            for p, home in zip(parts, homes)]
                     total = self._gather(client, _tree_reduce(client, held, np.add), None)
                     score = total[0] / total[1] if total[1] > 0 else np.nan
                     scores.append(float(score))
@@ -775,6 +823,7 @@ class DaskShardedTrainer(_ShardedTrainer):
                 best = max(best, scores[-1])
                 if no_improvement >= self.n_iter_no_change:
                     break
+            state = self._gather(client, base, None)
             if local:
                 state = self._local_phase(client, parts, classes, state)
                 if self.verbose:
@@ -785,6 +834,7 @@ class DaskShardedTrainer(_ShardedTrainer):
             # released, not cancelled: the workers drop what no future holds
             # (cancelling futures that others depend on trips the scheduler)
             del futures[:]
+            held_rounds = base = None
 
         if pinned:  # the user's parameters; the fitted attributes keep the values
             state.set_params(**{k: self.estimator.get_params()[k] for k in pinned})
@@ -826,6 +876,39 @@ class DaskShardedTrainer(_ShardedTrainer):
         state._state_version = new_state_version()
         self.local_phase_iter_ = iterations
         return state
+
+    @staticmethod
+    def _homes(client, futures):
+        """A worker for each partition (``futures``, once computed): the
+        one that holds it, unless that one already has its share of the
+        partitions; then the worker with the fewest.  Dask places the
+        chunks of a small collection on few workers, which would leave the
+        others idle."""
+        from distributed import wait
+
+        wait(futures)
+        workers = sorted(client.nthreads())
+        share = -(-len(futures) // len(workers))
+        holders = client.who_has(futures)
+        load = dict.fromkeys(workers, 0)
+        homes = []
+        for future in futures:
+            mine = [w for w in holders.get(future.key, ()) if load.get(w, share) < share]
+            home = mine[0] if mine else min(workers, key=load.__getitem__)
+            load[home] += 1
+            homes.append(home)
+        return homes
+
+    @classmethod
+    def _raise_first_failure(cls, client, futures):
+        """Wait for ``futures``, one per partition; the error of the first
+        that failed is raised with its partition named."""
+        from distributed import wait
+
+        wait(futures)
+        for j, future in enumerate(futures):
+            if future.status == "error":
+                cls._gather(client, future, f"partition {j}")
 
     @staticmethod
     def _gather(client, future, where, tasks=(), order=None):

@@ -526,12 +526,13 @@ def _plus(a, b):
     sparse_a, sparse_b = isinstance(a, _SparseIncrement), isinstance(b, _SparseIncrement)
     if not (sparse_a or sparse_b):
         return a + b
-    if sparse_a and sparse_b and 3 * (a.index.size + b.index.size) >= int(np.prod(a.shape)):
-        # a dense sum: scattered into zeros (0 + x is x), no sort
+    if sparse_a and sparse_b and 16 * (a.index.size + b.index.size) >= int(np.prod(a.shape)):
+        # scattered into zeros (0 + x is x): from a sixteenth of the size
+        # on, quicker than sorting the two lists of entries together
         out = np.zeros(int(np.prod(a.shape)))
         out[a.index] = a.values
         out[b.index] += b.values
-        return out.reshape(a.shape)
+        return _compact(out.reshape(a.shape))
     if sparse_a and sparse_b:
         index = np.concatenate([a.index, b.index])
         values = np.concatenate([a.values, b.values])
@@ -582,12 +583,16 @@ def _weighted(inc):
         return inc
     sums = {k: np.asarray(_dense(v), dtype=np.float64) for k, v in inc["sums"].items()}
     avg = dict(inc["avg"])
+    weights = {}  # (weight name, shape) -> its weights, as parts share them
     for name, value in sums.items():
-        weight = inc["weights"][name]
-        weight = 1.0 if weight is None else np.maximum(sums[weight], 0.0)
+        key = inc["weights"][name], np.shape(value)
+        if key not in weights:
+            weight = 1.0 if key[0] is None else np.maximum(sums[key[0]], 0.0)
+            weight = weight * np.ones_like(value)  # in the shape of the part
+            weights[key] = weight, _compact(weight)
+        weight, compact = weights[key]
         # the plain values (the fallback where no weight) are "sums"
-        avg["sum:" + name] = [_compact(weight * value), _compact(weight * np.ones_like(value)),
-                              None, 1]
+        avg["sum:" + name] = [_compact(weight * value), compact, None, 1]
     return dict(inc, avg=avg, weights=None)
 
 

@@ -169,36 +169,47 @@ def test_early_stopping_and_verbose(client, data, capsys):
 
 
 # ----------------------------------------------------------------------
+DIE_ONCE = "SKLEARN_ADAPROX_TEST_DIE_ONCE"
+
+
 class _DieOnce(AdaGradClassifier):
-    """partial_fit kills its worker process the first time a marker file is
-    absent (then creates it): a worker lost in the middle of a round."""
+    """A pass of round 2 (the state has taken steps) kills its worker
+    process the first time the marker file its environment names is absent
+    (then creates it): a worker lost in the middle of a round, with the
+    state of round 1 on the workers.  The environment variable is set in the
+    running workers only: a worker that replaces a dead one never dies."""
 
-    marker = None
-
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        if self.marker and X.shape[0] > 1:
+    def _pass_over_rows(self, prepared, rows):
+        marker = os.environ.get(DIE_ONCE)
+        if marker and self.t_ > 0:
             try:
                 # atomic: of two workers that get here at once, one dies (if
                 # both did, no worker would be left to finish the round)
-                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             except FileExistsError:
                 pass
             else:
                 os._exit(1)
-        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+        return super()._pass_over_rows(prepared, rows)
+
+
+def _set_environment(name, value):
+    """Run in the workers (``os.environ``'s own methods would be pickled
+    with a copy of the client's environment)."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 @pytest.mark.skipif(UNDER_ASAN, reason="needs worker processes (see the module doc)")
 def test_a_killed_worker_loses_and_doubles_nothing(client, data, tmp_path):
     import importlib.util
-    import sys
 
-    import cloudpickle
-
-    # The class travels by value, but the workers must still be able to
-    # import the module it names: under --import-mode=importlib from an
-    # unpacked sdist it is "tests.test_distributed", which they cannot (the
-    # round then never ends: the workers fail to read their tasks).
+    # The workers import the class from its module: under
+    # --import-mode=importlib from an unpacked sdist it is
+    # "tests.test_distributed", which they cannot (the round then never
+    # ends: the workers fail to read their tasks).
     try:  # asked of the workers themselves
         found = client.run(importlib.util.find_spec, _DieOnce.__module__)
         importable = all(spec is not None for spec in found.values())
@@ -207,22 +218,20 @@ def test_a_killed_worker_loses_and_doubles_nothing(client, data, tmp_path):
     if not importable:
         pytest.skip(f"worker processes cannot import {_DieOnce.__module__!r} in this "
                     "import mode")
-    module = sys.modules[_DieOnce.__module__]
-    cloudpickle.register_pickle_by_value(module)
     X, y = data
     Xd, yd = _dask(X, y, 4)
-    _DieOnce.marker = str(tmp_path / "died")
+    marker = str(tmp_path / "died")
+    client.run(_set_environment, DIE_ONCE, marker)
     try:
-        disturbed = DaskShardedTrainer(_DieOnce(), max_iter=2, shuffle=False,
+        disturbed = DaskShardedTrainer(_DieOnce(), max_iter=3, shuffle=False,
                                        combine="sum").fit(Xd, yd)
-        assert os.path.exists(_DieOnce.marker)  # a worker did die
-        undisturbed = DaskShardedTrainer(_DieOnce(), max_iter=2, shuffle=False,
+        assert os.path.exists(marker)  # a worker did die
+        undisturbed = DaskShardedTrainer(_DieOnce(), max_iter=3, shuffle=False,
                                          combine="sum").fit(Xd, yd)
     finally:
-        _DieOnce.marker = None
-        cloudpickle.unregister_pickle_by_value(module)
+        client.run(_set_environment, DIE_ONCE, None)
     client.wait_for_workers(2, timeout=30)
-    assert disturbed.estimator_.t_ == 2 * X.shape[0]
+    assert disturbed.estimator_.t_ == 3 * X.shape[0]
     for name, value in _state(undisturbed.estimator_).items():
         assert_array_equal(_state(disturbed.estimator_)[name], value, err_msg=name)
 
