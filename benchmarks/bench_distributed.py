@@ -5,7 +5,13 @@ Per pass, on each data set: wall time and test accuracy / log loss of
 * ``memory``: the in-memory estimator on one core (``partial_fit`` over the
   whole training split, one pass per call);
 * ``threads``: ``ThreadShardedTrainer(n_jobs=2)`` (two row shards per pass,
-  in threads, merged);
+  in threads, merged), one ``fit`` with ``warm_start`` per pass (X checked
+  every pass, as ``memory`` checks it);
+* ``threads, one fit``: the same, the passes of one ``fit`` (X checked
+  once), timed by its verbose lines;
+* ``floor of 2 threads``: what two threads can do on this machine at best:
+  each half of the rows passed over by its own model in its own thread, as
+  the trainer's shards are, without a merge (no model to score);
 * ``dask``: ``DaskShardedTrainer`` on a ``LocalCluster`` of 2 worker
   processes of one thread each, the data persisted on the workers first;
   the rounds of one fit, timed by its verbose lines;
@@ -129,6 +135,60 @@ def run_threads(X, y, passes, combine):
         yield time.perf_counter() - start, trainer.estimator_
 
 
+def rounds_of_one_fit(make, fit, passes):
+    """The passes of one fit of ``make(passes, verbose=1)`` (``fit``: the
+    trainer -> fitted trainer), timed by its verbose lines; the model after
+    pass p is that of a fit of p passes (the same passes: no shuffling),
+    fitted untimed."""
+    import contextlib
+    import io
+    import re
+
+    lines = io.StringIO()
+    with contextlib.redirect_stdout(lines):
+        fit(make(passes, verbose=1))
+    elapsed = [float(t) for t in re.findall(r"elapsed ([0-9.]+) s", lines.getvalue())]
+    for p, seconds in enumerate(np.diff([0.0] + elapsed), start=1):
+        yield seconds, fit(make(p)).estimator_
+
+
+def run_threads_one_fit(X, y, passes, combine):
+    """The passes of one fit: X checked once, the shards kept (pass 1
+    excludes the set-up before the first pass)."""
+    return rounds_of_one_fit(
+        lambda rounds, verbose=0: ThreadShardedTrainer(
+            learner(), n_jobs=2, max_iter=rounds, combine=combine, shuffle=False,
+            verbose=verbose),
+        lambda trainer: trainer.fit(X, y), passes)
+
+
+def run_floor(X, y, passes):
+    """The floor of two threads on this machine: the two halves of the rows
+    each passed over by its own model in its own thread, as a shard of the
+    thread trainer is (rows checked once, in place, no rollback), and no
+    merge; no model to score."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sklearn_adaprox._base import disposable
+
+    classes = np.unique(y)
+    first = clone(learner()).partial_fit(X[:1], y[:1], classes=classes,
+                                         sample_weight=np.zeros(1))
+    prepared = first._prepare_rows(X, y, classes=classes)
+    halves = np.array_split(np.arange(X.shape[0]), 2)
+    models = [pickle.loads(pickle.dumps(first)) for _ in halves]
+
+    def half(k):
+        with disposable():
+            models[k]._pass_over_rows(prepared, halves[k])
+
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(passes):
+            start = time.perf_counter()
+            list(pool.map(half, range(2)))
+            yield time.perf_counter() - start, None
+
+
 def _dask_collections(client, X, y, partitions):
     import dask.array as da
 
@@ -143,29 +203,16 @@ def _dask_collections(client, X, y, partitions):
 
 
 def run_dask(client, X, y, passes, combine):
-    """The rounds of one fit of ``passes`` rounds, timed by its verbose
-    lines (the state stays on the workers from round to round; a fit of
-    one round per pass with ``warm_start`` would send it back and forth
-    from the client); pass 1 includes a fit's set-up (the partitions'
-    rows checked, the first state made).  The model after pass p is that
-    of a fit of p rounds (the same rounds: no shuffling), fitted untimed."""
-    import contextlib
-    import io
-    import re
-
+    """The rounds of one fit (the state stays on the workers from round to
+    round; a fit of one round per pass with ``warm_start`` would send it
+    back and forth from the client); pass 1 includes a fit's set-up (the
+    partitions' rows checked, the first state made)."""
     Xd, yd = _dask_collections(client, X, y, 2)
     classes = np.unique(y)
-
-    def trainer(rounds, verbose=0):
-        return DaskShardedTrainer(learner(), max_iter=rounds, combine=combine, shuffle=False,
-                                  verbose=verbose)
-
-    lines = io.StringIO()
-    with contextlib.redirect_stdout(lines):
-        trainer(passes, verbose=1).fit(Xd, yd, classes=classes)
-    elapsed = [float(t) for t in re.findall(r"elapsed ([0-9.]+) s", lines.getvalue())]
-    for p, seconds in enumerate(np.diff([0.0] + elapsed), start=1):
-        yield seconds, trainer(p).fit(Xd, yd, classes=classes).estimator_
+    return rounds_of_one_fit(
+        lambda rounds, verbose=0: DaskShardedTrainer(
+            learner(), max_iter=rounds, combine=combine, shuffle=False, verbose=verbose),
+        lambda trainer: trainer.fit(Xd, yd, classes=classes), passes)
 
 
 def run_incremental(client, X, y, passes):
@@ -187,10 +234,12 @@ def side_by_side(name, X, y, Xt, yt, passes, combine, client):
                   ["contender", "pass", "seconds", "speed-up", "accuracy", "log loss"],
                   notes=f"AdaGradClassifier(loss='log_loss'); trainers with combine='{combine}'")
     print(f"\n== {name}: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz}")
-    print(f"{'contender':>12} {'pass':>4} {'seconds':>8} {'speed-up':>8} {'accuracy':>8} "
+    print(f"{'contender':>18} {'pass':>4} {'seconds':>8} {'speed-up':>8} {'accuracy':>8} "
           f"{'log loss':>8}")
     contenders = [("memory", lambda: run_memory(X, y, passes)),
-                  ("threads", lambda: run_threads(X, y, passes, combine))]
+                  ("threads", lambda: run_threads(X, y, passes, combine)),
+                  ("threads, one fit", lambda: run_threads_one_fit(X, y, passes, combine)),
+                  ("floor of 2 threads", lambda: run_floor(X, y, passes))]
     if client is not None:
         contenders += [("dask", lambda: run_dask(client, X, y, passes, combine)),
                        ("incremental", lambda: run_incremental(client, X, y, passes))]
@@ -199,9 +248,9 @@ def side_by_side(name, X, y, Xt, yt, passes, combine, client):
         for p, (seconds, model) in enumerate(run(), start=1):
             if label == "memory":
                 reference.append(seconds)
-            acc, ll = metrics(model, Xt, yt)
+            acc, ll = metrics(model, Xt, yt) if model is not None else (np.nan, np.nan)
             speed = reference[p - 1] / seconds
-            print(f"{label:>12} {p:>4} {seconds:>8.3f} {speed:>8.2f} {acc:>8.4f} {ll:>8.4f}")
+            print(f"{label:>18} {p:>4} {seconds:>8.4f} {speed:>8.2f} {acc:>8.4f} {ll:>8.4f}")
             RESULTS.row(table, label, p, seconds, speed, acc, ll)
 
 

@@ -813,7 +813,7 @@ class DaskShardedTrainer(_ShardedTrainer):
                     scores.append(float(score))
                     line += f", held-out score {score:.6g}"
                 if self.verbose:
-                    print(f"{line}, elapsed {time.perf_counter() - start:.3f} s")
+                    print(f"{line}, elapsed {time.perf_counter() - start:.4f} s")
                 if self.tol is None or not scores:
                     continue
                 if scores[-1] > best + self.tol:
@@ -1137,7 +1137,7 @@ class ThreadShardedTrainer(_ShardedTrainer):
                 curve.append(loss)
                 if self.verbose:
                     print(f"-- pass {epoch + 1}: samples seen {state.t_}, progressive loss "
-                          f"{loss:.6g}, elapsed {time.perf_counter() - start:.3f} s")
+                          f"{loss:.6g}, elapsed {time.perf_counter() - start:.4f} s")
         if pinned:
             state.set_params(**{k: self.estimator.get_params()[k] for k in pinned})
         state.loss_curve_ = list(curve)
