@@ -30,6 +30,7 @@ from .merge import (
     _increment,
     _merged_in_place,
     _rule_of,
+    check_mergeable,
     resolved_attributes,
 )
 
@@ -150,14 +151,13 @@ def _continued(shard, rows, state, X, y, classes, columns, track, prepared):
         shard = copy.deepcopy(state)
     else:
         _assign(shard, state, columns)
+    touched = touched_columns_of_rows(X.indices, X.indptr, rows, X.shape[1]) if track else None
     with disposable():
         if prepared is not None:
-            shard._pass_over_rows(prepared, rows)
+            shard._pass_over_rows(prepared, rows, touched)
         else:
             shard = _partial_fit(shard, _rows(X, rows), y[rows], classes)
-    if not track:
-        return shard, None
-    return shard, touched_columns_of_rows(X.indices, X.indptr, rows, X.shape[1])
+    return shard, touched
 
 
 def _prepared(state, part):
@@ -1103,6 +1103,7 @@ class ThreadShardedTrainer(_ShardedTrainer):
             # the shards of the last pass, if estimator_ is still its result
             _, shards, changed = kept
         self.__dict__.pop("_kept_shards", None)
+        rule = None
         start = time.perf_counter()
         # a plain thread pool: joblib's polls for its results, which costs
         # as much as a whole pass over a small data set
@@ -1128,8 +1129,14 @@ class ThreadShardedTrainer(_ShardedTrainer):
                                               X.shape[1])
                     if SPARSE_ROUND * columns.shape[0] >= X.shape[1]:
                         columns = None  # most columns: whole arrays are quicker
+                # the shards are copies of the state: their parameters and
+                # options are checked at the first pass (whose merge the
+                # later ones repeat), not every pass (it reads the
+                # parameters of every model, a good part of a short pass)
+                if rule is None:
+                    rule = check_mergeable(shards, state)
                 changed = _merged_in_place(state, shards, self.combine, columns,
-                                           (pool, n_jobs))
+                                           (pool, n_jobs), rule)
                 losses = np.array([m.loss_curve_[-1] for m in shards])
                 sizes = np.array([len(b) for b in blocks], dtype=float)
                 ok = np.isfinite(losses)

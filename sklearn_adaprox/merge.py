@@ -40,7 +40,7 @@ import numpy as np
 
 from ._base import BaseOnlineLinearModel, feature_columns, new_state_version, take_columns
 from .adagrad import AdaGradClassifier
-from ._merge_fast import merge_entries
+from ._merge_fast import copy_columns, merge_entries
 from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 from .pairwise_auc import PairwiseAUCClassifier
 from .rda_plus import RDAPlusClassifier
@@ -748,16 +748,19 @@ def _merge_into(rule, target, base_sums, models, combine, columns=None, threads=
     return sums, averages, latest
 
 
-def _merged_in_place(state, models, combine="sum", columns=None, threads=None):
+def _merged_in_place(state, models, combine="sum", columns=None, threads=None, rule=None):
     """Merge ``models``, each continued from ``state``, into ``state``
     itself (its arrays reused: on a wide model a new state costs more than
     the merge).  ``state`` is left as ``merge(models, base=state)`` would
     return it.  ``columns``: the columns the models' calls can have changed
     (sorted int64; None: any), of which alone a column-local merge reads
     and writes the per-feature parts.  ``threads``: (executor, number of
-    threads) sharing the large parts.  Returns the columns it merged (None:
-    all)."""
-    rule = check_mergeable(models, state)
+    threads) sharing the large parts.  ``rule``: what ``check_mergeable``
+    returned for these models and state (None: it is called), for a caller
+    that merges the same models pass after pass.  Returns the columns it
+    merged (None: all)."""
+    if rule is None:
+        rule = check_mergeable(models, state)
     if not rule.column_local(state):
         columns = None
     if len(models) == 1:
@@ -781,13 +784,27 @@ def _assign(target, source, columns=None):
                 and old is not value and old.shape == value.shape
                 and old.dtype == value.dtype and old.flags.writeable and old.base is None):
             if name in partial:
-                old[feature_columns(old, columns)] = take_columns(value, columns)
+                _copy_columns(old, value, columns)
             else:
                 np.copyto(old, value)
         else:
             mine[name] = copy.deepcopy(value)
     for name in set(mine) - set(source.__dict__):
         del mine[name]
+
+
+def _copy_columns(target, source, columns):
+    """``target[feature_columns(target, columns)] = take_columns(source,
+    columns)`` (arrays of one shape and type), compiled for float64."""
+    if (target.dtype == np.float64 and target.flags.c_contiguous
+            and source.flags.c_contiguous):
+        # (rows, features, entries per feature): the features on axis 1, or
+        # axis 0 of a one-dimensional array
+        rows = 1 if target.ndim == 1 else target.shape[0]
+        shape = (rows, target.shape[target.ndim > 1], -1)
+        copy_columns(target.reshape(shape), source.reshape(shape), columns)
+    else:
+        target[feature_columns(target, columns)] = take_columns(source, columns)
 
 
 def merge(models, base=None, *, combine="sum"):

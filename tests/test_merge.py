@@ -440,9 +440,9 @@ def test_threads_merge_only_the_touched_columns_bit_for_bit(update, combine, mon
     merged_columns = []
     merge_in_place = distributed._merged_in_place
 
-    def spy(state, models, combine, columns=None, threads=None):
+    def spy(state, models, combine, columns=None, threads=None, rule=None):
         merged_columns.append(columns)
-        return merge_in_place(state, models, combine, columns, threads)
+        return merge_in_place(state, models, combine, columns, threads, rule)
 
     monkeypatch.setattr(distributed, "_merged_in_place", spy)
     sparse = clone(trainer).fit(X, y)
@@ -644,3 +644,21 @@ def test_pass_over_rows_needs_a_fitted_model_and_rda_plus_copies_its_rows(data):
     with pytest.raises(ValueError, match="continue a fitted model"):
         ImplicitFTRLRegressor()._prepare_rows(X, y)
     assert not RDAPlusClassifier._passes_over_row_subsets
+
+
+@pytest.mark.parametrize("shape", [(50,), (3, 50), (2, 50, 2)], ids=["1d", "2d", "3d"])
+def test_copy_columns_is_the_numpy_assignment(shape):
+    from sklearn_adaprox.merge import _copy_columns
+
+    rng = np.random.RandomState(0)
+    source, target = rng.randn(*shape), rng.randn(*shape)
+    columns = np.array([0, 7, 8, 31, 49], dtype=np.int64)
+    expected = target.copy()
+    if len(shape) == 1:
+        expected[columns] = source[columns]
+    else:
+        expected[:, columns] = source[:, columns]
+    _copy_columns(target, source, columns)
+    assert_array_equal(target, expected)
+    with pytest.raises(ValueError, match="column 50 of 50"):
+        _copy_columns(target, source, np.array([3, 50], dtype=np.int64))
