@@ -662,3 +662,35 @@ def test_copy_columns_is_the_numpy_assignment(shape):
     assert_array_equal(target, expected)
     with pytest.raises(ValueError, match="column 50 of 50"):
         _copy_columns(target, source, np.array([3, 50], dtype=np.int64))
+
+
+def _misaligned(values):
+    """A read-only copy of ``values`` one byte off an aligned address, as
+    Dask hands arrays received from another process."""
+    buffer = bytes(1) + np.ascontiguousarray(values, dtype=np.float64).tobytes()
+    out = np.frombuffer(buffer, dtype=np.float64, offset=1).reshape(np.shape(values))
+    assert not out.flags.aligned
+    return out
+
+
+def test_received_arrays_are_realigned_with_their_values():
+    from sklearn_adaprox.distributed import _aligned, _realigned
+
+    rng = np.random.RandomState(0)
+    u, n = rng.randn(3, 40), rng.rand(3, 40)
+    increment = {"sums": {"u": _misaligned(u), "t": 5},
+                 "avg": {"w": [_misaligned(n), None, 1]},
+                 "latest": (0, {"x": _misaligned(u[0])})}
+    out = _aligned(increment)
+    assert out["sums"]["u"].flags.aligned and out["avg"]["w"][0].flags.aligned
+    assert out["latest"][1]["x"].flags.aligned and out["sums"]["t"] == 5
+    assert_array_equal(out["sums"]["u"], u)
+    assert_array_equal(out["avg"]["w"][0], n)
+    model = AdaGradClassifier().fit(rng.randn(30, 4), np.arange(30) % 2)
+    coef = model.accumulators_.copy()
+    model.accumulators_ = _misaligned(coef)
+    copy_of = _realigned(model)
+    assert copy_of is not model and copy_of.accumulators_.flags.aligned
+    assert_array_equal(copy_of.accumulators_, coef)
+    assert not model.accumulators_.flags.aligned  # the original is not changed
+    assert _realigned(copy_of) is copy_of  # nothing to copy
