@@ -200,10 +200,12 @@ BENCHMARKS = {
     "bench_distributed": (
         "Data-parallel training: threads, Dask and dask-ml against one core",
         "Wall time per pass and test accuracy / log loss of the in-memory "
-        "learner, `ThreadShardedTrainer(n_jobs=2)`, `DaskShardedTrainer` on a "
-        "2-worker `LocalCluster` and dask-ml's `Incremental`; then accuracy per "
-        "pass against the number of shards for both merges, and the bytes a "
-        "round sends."),
+        "learner, `ThreadShardedTrainer(n_jobs=2)` (a `fit` per pass, and the "
+        "passes of one `fit`), the floor of two threads (each half of the rows "
+        "passed over by its own model, no merge), `DaskShardedTrainer` on a "
+        "2-worker `LocalCluster` (the rounds of one `fit`) and dask-ml's "
+        "`Incremental`; then accuracy per pass against the number of shards for "
+        "both merges, and the bytes a round sends."),
     "bench_epoch": (
         "One epoch of every estimator against SGDClassifier",
         "The time of one pass of each estimator with its default update, beside "
