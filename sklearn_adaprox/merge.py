@@ -526,13 +526,12 @@ def _plus(a, b):
     sparse_a, sparse_b = isinstance(a, _SparseIncrement), isinstance(b, _SparseIncrement)
     if not (sparse_a or sparse_b):
         return a + b
-    if sparse_a and sparse_b and 16 * (a.index.size + b.index.size) >= int(np.prod(a.shape)):
-        # scattered into zeros (0 + x is x): from a sixteenth of the size
-        # on, quicker than sorting the two lists of entries together
+    if sparse_a and sparse_b and 3 * (a.index.size + b.index.size) >= int(np.prod(a.shape)):
+        # a dense sum: scattered into zeros (0 + x is x), no sort
         out = np.zeros(int(np.prod(a.shape)))
         out[a.index] = a.values
         out[b.index] += b.values
-        return _compact(out.reshape(a.shape))
+        return out.reshape(a.shape)
     if sparse_a and sparse_b:
         index = np.concatenate([a.index, b.index])
         values = np.concatenate([a.values, b.values])
