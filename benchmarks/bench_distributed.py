@@ -3,7 +3,11 @@
 Per pass, on each data set: wall time and test accuracy / log loss of
 
 * ``memory``: the in-memory estimator on one core (``partial_fit`` over the
-  whole training split, one pass per call);
+  whole training split, one pass per call: X checked at every call);
+* ``one core, one fit``: the epochs of the estimator's own ``fit`` (X
+  checked once), each the difference between fits of p and p - 1 epochs
+  (the quickest of up to 5 fits each; pass 1 is a whole fit of one epoch,
+  set-up included); the second speed-up column is against these;
 * ``threads``: ``ThreadShardedTrainer(n_jobs=2)`` (two row shards per pass,
   in threads, merged), one ``fit`` with ``warm_start`` per pass (X checked
   every pass, as ``memory`` checks it);
@@ -16,7 +20,14 @@ Per pass, on each data set: wall time and test accuracy / log loss of
   processes of one thread each, the data persisted on the workers first;
   the rounds of one fit, timed by its verbose lines;
 * ``incremental``: ``dask_ml.wrappers.Incremental`` on the same cluster (the
-  blocks one after the other).
+  blocks one after the other);
+* ``dask round, no work``: the fixed cost of a round on that cluster: a
+  chain of tasks of a round's shape (a task on each worker, their sum, the
+  next state, the summary sent to the client) that compute nothing;
+* ``dask round, no pass``: the same chain, its tasks returning arrays of
+  the sizes of this learner's state and increment (zeros, measured as in
+  the simulation below): the rounds' transfers without the passes and the
+  merge.
 
 The learner is ``AdaGradClassifier(loss="log_loss")`` (dual averaging, l2);
 the trainers run with ``--combine`` (default ``average``).  Then a
@@ -126,6 +137,22 @@ def run_memory(X, y, passes):
         yield time.perf_counter() - start, est
 
 
+def run_one_fit(X, y, passes):
+    times = [0.0]
+    for p in range(1, passes + 1):
+        best, spent = np.inf, 0.0
+        for _ in range(5):  # the quickest of a few fits (or of 2 s of them)
+            est = learner().set_params(max_iter=p, tol=None, shuffle=False)
+            start = time.perf_counter()
+            est.fit(X, y)
+            seconds = time.perf_counter() - start
+            best, spent = min(best, seconds), spent + seconds
+            if spent > 2.0:
+                break
+        times.append(best)
+        yield times[p] - (times[p - 1] if p > 1 else 0.0), est
+
+
 def run_threads(X, y, passes, combine):
     trainer = ThreadShardedTrainer(learner(), n_jobs=2, max_iter=1, combine=combine,
                                    shuffle=False, warm_start=True)
@@ -215,6 +242,38 @@ def run_dask(client, X, y, passes, combine):
         lambda trainer: trainer.fit(Xd, yd, classes=classes), passes)
 
 
+def _zeros(n_bytes, *inputs):
+    return None if n_bytes is None else np.zeros(n_bytes // 8)
+
+
+def run_dask_round_trip(client, passes, sizes=(None, None)):
+    """Rounds of the shape of ``DaskShardedTrainer``'s, with no data and no
+    work: what a round costs on this cluster before any pass.  ``sizes``:
+    (state, increment) bytes that the tasks return (None: nothing)."""
+    state_bytes, increment_bytes = sizes
+    workers = sorted(client.scheduler_info()["workers"])[:2]
+    state = client.submit(_zeros, state_bytes, pure=False, workers=[workers[0]])
+    for _ in range(passes):
+        start = time.perf_counter()
+        parts = [client.submit(_zeros, increment_bytes, state, pure=False, workers=[w])
+                 for w in workers]
+        total = client.submit(_zeros, increment_bytes, *parts, pure=False,
+                              workers=[workers[0]])
+        state = client.submit(_zeros, state_bytes, total, pure=False, workers=[workers[0]])
+        client.submit(_zeros, None, total, state, pure=False, workers=[workers[0]]).result()
+        yield time.perf_counter() - start, None
+
+
+def round_bytes(state, X, y, shards, combine):
+    """(state, increment) bytes of a round of ``shards`` partitions from
+    ``state``, pickled as Dask sends them."""
+    rows = np.arange(min(X.shape[0], -(-X.shape[0] // shards)))
+    shard = pickle.loads(pickle.dumps(state)).partial_fit(X[rows], y[rows])
+    rule = _rule_of(state)
+    increment = _increment(rule, shard, rule.sums(state), 0, combine)
+    return len(pickle.dumps(state, protocol=5)), len(pickle.dumps(increment, protocol=5))
+
+
 def run_incremental(client, X, y, passes):
     from dask_ml.wrappers import Incremental
 
@@ -231,27 +290,36 @@ def side_by_side(name, X, y, Xt, yt, passes, combine, client):
     table = f"passes_{name}"
     RESULTS.table(table, f"{name}: {X.shape[0]} training rows, {X.shape[1]} columns, "
                   f"{X.nnz} non-zeros; per pass",
-                  ["contender", "pass", "seconds", "speed-up", "accuracy", "log loss"],
+                  ["contender", "pass", "seconds", "speed-up", "speed-up vs fit", "accuracy",
+                   "log loss"],
                   notes=f"AdaGradClassifier(loss='log_loss'); trainers with combine='{combine}'")
     print(f"\n== {name}: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz}")
-    print(f"{'contender':>18} {'pass':>4} {'seconds':>8} {'speed-up':>8} {'accuracy':>8} "
-          f"{'log loss':>8}")
+    print(f"{'contender':>21} {'pass':>4} {'seconds':>8} {'speed-up':>8} {'vs fit':>8} "
+          f"{'accuracy':>8} {'log loss':>8}")
     contenders = [("memory", lambda: run_memory(X, y, passes)),
+                  ("one core, one fit", lambda: run_one_fit(X, y, passes)),
                   ("threads", lambda: run_threads(X, y, passes, combine)),
                   ("threads, one fit", lambda: run_threads_one_fit(X, y, passes, combine)),
                   ("floor of 2 threads", lambda: run_floor(X, y, passes))]
     if client is not None:
         contenders += [("dask", lambda: run_dask(client, X, y, passes, combine)),
-                       ("incremental", lambda: run_incremental(client, X, y, passes))]
-    reference = []
+                       ("incremental", lambda: run_incremental(client, X, y, passes)),
+                  ("dask round, no work", lambda: run_dask_round_trip(client, passes)),
+                  ("dask round, no pass", lambda: run_dask_round_trip(
+                      client, passes, round_bytes(learner().partial_fit(
+                          X, y, classes=np.unique(y)), X, y, 2, combine)))]
+    reference = {}
     for label, run in contenders:
         for p, (seconds, model) in enumerate(run(), start=1):
-            if label == "memory":
-                reference.append(seconds)
+            if label in ("memory", "one core, one fit"):
+                reference.setdefault(label, []).append(seconds)
             acc, ll = metrics(model, Xt, yt) if model is not None else (np.nan, np.nan)
-            speed = reference[p - 1] / seconds
-            print(f"{label:>18} {p:>4} {seconds:>8.4f} {speed:>8.2f} {acc:>8.4f} {ll:>8.4f}")
-            RESULTS.row(table, label, p, seconds, speed, acc, ll)
+            speed = reference["memory"][p - 1] / seconds
+            speed_fit = (reference["one core, one fit"][p - 1] / seconds
+                         if label != "memory" else np.nan)
+            print(f"{label:>21} {p:>4} {seconds:>8.4f} {speed:>8.2f} {speed_fit:>8.2f} "
+                  f"{acc:>8.4f} {ll:>8.4f}")
+            RESULTS.row(table, label, p, seconds, speed, speed_fit, acc, ll)
 
 
 def shard_simulation(name, X, y, Xt, yt, passes, shard_counts):
@@ -269,13 +337,7 @@ def shard_simulation(name, X, y, Xt, yt, passes, shard_counts):
                 trainer.fit(X, y)
                 scores.append(metrics(trainer.estimator_, Xt, yt)[0])
             # one round's traffic on Dask (see the module's docstring)
-            state = trainer.estimator_
-            rows = np.arange(min(X.shape[0], -(-X.shape[0] // shards)))
-            shard = pickle.loads(pickle.dumps(state)).partial_fit(X[rows], y[rows])
-            rule = _rule_of(state)
-            increment = _increment(rule, shard, rule.sums(state), 0, combine)
-            state_bytes = len(pickle.dumps(state, protocol=5))
-            inc_bytes = len(pickle.dumps(increment, protocol=5))
+            state_bytes, inc_bytes = round_bytes(trainer.estimator_, X, y, shards, combine)
             total = (shards - 1) * (state_bytes + inc_bytes)
             print(f"{combine:>8} {shards:>4} " + " ".join(f"{s:.4f}" for s in scores)
                   + f"  state {state_bytes} B, increment {inc_bytes} B, round {total} B")

@@ -146,24 +146,6 @@ def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
     return columns
 
 
-def touched_columns_of_rows(const index_t[::1] indices, const index_t[::1] indptr,
-                            const int64_t[::1] rows, Py_ssize_t n_features):
-    """``touched_columns`` of the entries of the CSR rows ``rows`` (a pass
-    over a subset of X's rows), without copying them out of X: a byte per
-    column, O(nnz of the rows + n_features)."""
-    cdef uint8_t[::1] seen = np.zeros(n_features, dtype=np.uint8)
-    cdef Py_ssize_t s, k, row, n_rows = indptr.shape[0] - 1
-    for s in range(rows.shape[0]):
-        if not 0 <= rows[s] < n_rows:
-            raise ValueError(f"Row {rows[s]} of {n_rows}.")
-    with nogil:
-        for s in range(rows.shape[0]):
-            row = rows[s]
-            for k in range(indptr[row], indptr[row + 1]):
-                seen[indices[k]] = 1
-    return _marked(seen)
-
-
 def csr_scores(const floating[::1] data, const int64_t[::1] positions,
                const index_t[::1] indptr, const double[:, ::1] weights):
     """``scores[i, k] = sum_q data[q] * weights[k, positions[q]]`` over the

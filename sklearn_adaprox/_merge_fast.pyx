@@ -17,6 +17,22 @@ from libc.math cimport sqrt
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define ADAPROX_PREFETCH(p) __builtin_prefetch(p)
+    #else
+    #define ADAPROX_PREFETCH(p) ((void) 0)
+    #endif
+    """
+    void ADAPROX_PREFETCH(const void*) noexcept nogil
+
+# merge_pairs asks for the rows this many entries ahead: they are scattered
+# over arrays larger than the caches, and the loop would otherwise wait on
+# each one in turn
+cdef enum:
+    AHEAD = 64
+
 
 def merge_entries(double[:] out, const double[:] base, list values,
                   const double[:] weight_base, list weight_values,
@@ -179,6 +195,127 @@ cdef void _merge(double[:] out, const double[:] base, const double** value_ptr,
                 d = sqrt(d) if d > 0.0 else 0.0
             out[pos[j]] = d
         start += m
+
+
+def merge_pairs(double[:, ::1] out, const double[:] base_value, const double[:] base_root,
+                list values, bint average, const int64_t[::1] entries=None,
+                list copies=None, Py_ssize_t lo=0, Py_ssize_t hi=-1):
+    """AdaGrad's two parts of a feature, ``u`` and ``sqrt(n)``, which its
+    state keeps side by side (rows of ``(entries, 2)`` arrays), merged in
+    one pass: each row is read once for both parts, where ``merge_entries``
+    would read it once per part (on a wide model the merge waits on memory,
+    not on arithmetic).
+
+    ``out[e]`` is ``(u, sqrt n)`` with ``u`` what ``merge_entries`` gives
+    for the base ``base_value`` and the models' first columns, and ``n``
+    for the base ``base_root`` and their second columns (``roots``), both
+    weighted, when ``average``, by each model's increment of ``n``: the same
+    floating-point operations in the same order, so the same numbers.
+    ``out`` may be the base's array.  ``entries``, ``lo``, ``hi``: as in
+    ``merge_entries``.  ``copies``: arrays of the shape of ``out`` that
+    receive the merged rows too (the models' own, when they go on from the
+    merged state: no copy back afterwards).
+    """
+    cdef Py_ssize_t n = out.shape[0], K = len(values), n_copies, k
+    if K == 0:
+        raise ValueError("merge_pairs needs at least one model.")
+    if base_value.shape[0] != n or base_root.shape[0] != n:
+        raise ValueError("The base and out differ in length.")
+    views = [_pairs(v, n) for v in values]
+    writes = [_writable_pairs(v, n) for v in copies] if copies is not None else []
+    n_copies = len(writes)
+    cdef bint some = entries is not None
+    if some and entries.shape[0] and (entries[0] < 0 or entries[entries.shape[0] - 1] >= n):
+        raise ValueError("entries out of range.")
+    cdef Py_ssize_t size = entries.shape[0] if some else n
+    if hi < 0:
+        hi = size
+    if not 0 <= lo <= hi <= size:
+        raise ValueError(f"lo={lo}, hi={hi} outside the {size} entries.")
+    cdef const double** value_ptr = <const double**> malloc((K + 1) * sizeof(double*))
+    cdef double** copy_ptr = <double**> malloc((n_copies + 1) * sizeof(double*))
+    if value_ptr == NULL or copy_ptr == NULL:
+        free(value_ptr)
+        free(copy_ptr)
+        raise MemoryError()
+    cdef const double[:, ::1] view
+    cdef double[:, ::1] target
+    try:
+        for k in range(K):
+            view = views[k]
+            value_ptr[k] = &view[0, 0] if n else NULL
+        for k in range(n_copies):
+            target = writes[k]
+            copy_ptr[k] = &target[0, 0] if n else NULL
+        with nogil:
+            _merge_pairs(out, base_value, base_root, value_ptr, K, copy_ptr, n_copies,
+                         average, entries, lo, hi)
+    finally:
+        free(value_ptr)
+        free(copy_ptr)
+
+
+cdef void _merge_pairs(double[:, ::1] out, const double[:] base_value,
+                       const double[:] base_root, const double** value_ptr, Py_ssize_t K,
+                       double** copy_ptr, Py_ssize_t n_copies, bint average,
+                       const int64_t[::1] entries, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    cdef bint some = entries is not None
+    cdef Py_ssize_t i, e, k, ahead
+    cdef const double* v
+    cdef double ub, nb, du, dn, a, plain_u = 0.0, plain_n = 0.0
+    cdef double weighted_u = 0.0, weighted_n = 0.0, total = 0.0, u, n
+    for i in range(lo, hi):
+        e = entries[i] if some else i
+        if some and i + AHEAD < hi:
+            ahead = 2 * entries[i + AHEAD]
+            ADAPROX_PREFETCH(&base_value[ahead // 2])
+            for k in range(K):
+                ADAPROX_PREFETCH(value_ptr[k] + ahead)
+        ub = base_value[e]
+        nb = base_root[e] * base_root[e]
+        for k in range(K):
+            v = value_ptr[k] + 2 * e
+            du = v[0] - ub
+            dn = v[1] * v[1] - nb
+            # the first model's terms start the sums, as in _merge
+            plain_u = du if k == 0 else plain_u + du
+            plain_n = dn if k == 0 else plain_n + dn
+            if average:
+                a = dn if dn > 0.0 else 0.0  # the weight: this model's increment of n
+                weighted_u = a * du if k == 0 else weighted_u + a * du
+                weighted_n = a * dn if k == 0 else weighted_n + a * dn
+                total = a if k == 0 else total + a
+        if average and total > 0.0:
+            du = weighted_u / total
+            dn = weighted_n / total
+        elif average:
+            du = plain_u / K
+            dn = plain_n / K
+        else:
+            du = plain_u
+            dn = plain_n
+        u = ub + du
+        n = nb + dn
+        n = sqrt(n) if n > 0.0 else 0.0
+        out[e, 0] = u
+        out[e, 1] = n
+        for k in range(n_copies):
+            copy_ptr[k][2 * e] = u
+            copy_ptr[k][2 * e + 1] = n
+
+
+cdef const double[:, ::1] _pairs(value, Py_ssize_t n):
+    cdef const double[:, ::1] view = value
+    if view.shape[0] != n or view.shape[1] != 2:
+        raise ValueError("Every model's pairs must have the shape of out.")
+    return view
+
+
+cdef double[:, ::1] _writable_pairs(value, Py_ssize_t n):
+    cdef double[:, ::1] view = value
+    if view.shape[0] != n or view.shape[1] != 2:
+        raise ValueError("Every copy must have the shape of out.")
+    return view
 
 
 cdef const double[:] _view(value, Py_ssize_t n):

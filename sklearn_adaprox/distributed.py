@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import disposable, new_state_version
-from ._dataset import touched_columns, touched_columns_of_rows
+from ._dataset import touched_columns
 from .rda_plus import RDAPlusClassifier
 from .merge import (
     COMBINES,
@@ -139,26 +139,25 @@ def _initial_state(est, part, classes, pin):
     return state, pinned
 
 
-def _continued(shard, rows, state, X, y, classes, columns, track, prepared):
-    """``shard`` (None: a new model) made a copy of ``state`` (``columns``:
+def _continued(shard, rows, state, X, y, classes, changed, touched, prepared):
+    """``shard`` (None: a new model) made a copy of ``state`` (``changed``:
     the only columns in which they differ, None: any), then one
-    ``partial_fit`` pass over the ``rows`` of (X, y); with the columns of
-    those rows if ``track`` (else None: all).  ``prepared``: (X, y) as
-    checked once by ``_prepare_rows``, read in place (None: the rows are
-    copied out and checked by ``partial_fit``).  The call saves nothing for
-    a rollback: should it fail, the shard is discarded and the state was
-    not touched."""
+    ``partial_fit`` pass over the ``rows`` of (X, y).  ``touched``: sorted
+    columns that hold all those rows' non-zeros, if known (None).
+    ``prepared``: (X, y) as checked once by ``_prepare_rows``, read in
+    place (None: the rows are copied out and checked by ``partial_fit``).
+    The call saves nothing for a rollback: should it fail, the shard is
+    discarded and the state was not touched."""
     if shard is None:
         shard = copy.deepcopy(state)
     else:
-        _assign(shard, state, columns)
-    touched = touched_columns_of_rows(X.indices, X.indptr, rows, X.shape[1]) if track else None
+        _assign(shard, state, changed)
     with disposable():
         if prepared is not None:
             shard._pass_over_rows(prepared, rows, touched)
         else:
             shard = _partial_fit(shard, _rows(X, rows), y[rows], classes)
-    return shard, touched
+    return shard
 
 
 # Dask hands a task the arrays it received from another process as views of
@@ -1129,8 +1128,14 @@ class ThreadShardedTrainer(_ShardedTrainer):
         shards = [None] * n_shards
         changed = None  # the columns in which the shards differ from the state
         # a pass of fewer non-zeros than columns costs less than a merge of
-        # whole arrays: track the columns it touches (merged alone if few)
-        track = sp.issparse(X) and X.nnz < X.shape[1]
+        # whole arrays: the columns of X's non-zeros, which hold those of
+        # every shard's rows, whatever the order, are found once (and
+        # merged alone if few)
+        columns = None
+        if sp.issparse(X) and X.nnz < X.shape[1]:
+            columns = touched_columns(X.indices, X.shape[1])
+            if SPARSE_ROUND * columns.shape[0] >= X.shape[1]:
+                columns = None  # most columns: whole arrays are quicker
         kept = self.__dict__.get("_kept_shards")
         if warm and kept is not None and kept[0] == self.estimator_._state_version \
                 and len(kept[1]) == n_shards:
@@ -1151,18 +1156,12 @@ class ThreadShardedTrainer(_ShardedTrainer):
                 # and their arrays reused: on a wide model, allocating a new
                 # state costs more than merging one; and where a pass touches
                 # a few of the columns (wide sparse rows), only those are
-                # merged and copied back to the shards
-                done = list(pool.map(
-                    lambda task: _continued(*task, state, X, y, classes, changed, track,
+                # merged, and copied back to the shards (AdaGrad's by the
+                # merge itself: then `changed` is empty)
+                shards = list(pool.map(
+                    lambda task: _continued(*task, state, X, y, classes, changed, columns,
                                             prepared),
                     zip(shards, blocks)))
-                shards = [shard for shard, _ in done]
-                columns = None
-                if all(touched is not None for _, touched in done):
-                    columns = touched_columns(np.concatenate([t for _, t in done]),
-                                              X.shape[1])
-                    if SPARSE_ROUND * columns.shape[0] >= X.shape[1]:
-                        columns = None  # most columns: whole arrays are quicker
                 # the shards are copies of the state: their parameters and
                 # options are checked at the first pass (whose merge the
                 # later ones repeat), not every pass (it reads the

@@ -40,7 +40,7 @@ import numpy as np
 
 from ._base import BaseOnlineLinearModel, feature_columns, new_state_version, take_columns
 from .adagrad import AdaGradClassifier
-from ._merge_fast import copy_columns, merge_entries
+from ._merge_fast import copy_columns, merge_entries, merge_pairs
 from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 from .pairwise_auc import PairwiseAUCClassifier
 from .rda_plus import RDAPlusClassifier
@@ -100,10 +100,13 @@ class _Rule:
     and ``column_local(est)``: whether a model's merge changes only the
     columns that some shard changed (every part of the state that depends
     on a column is a sum of that column's steps), so that a merge in
-    memory can skip the others."""
+    memory can skip the others.  ``paired``: (value part, root part, the
+    array that holds both side by side on its last axis), merged in memory
+    by one pass (``merge_pairs``); the root part weighs both."""
 
     roots = ()
     feature_parts = ()
+    paired = ()
 
     def storage(self, target):
         return {}
@@ -162,6 +165,7 @@ class _AdaGradRule(_Rule):
 
     roots = ("n",)  # accumulators_[..., 1] is sqrt(sum g**2)
     feature_parts = ("u", "n")
+    paired = ("u", "n", "accumulators_")
 
     def column_local(self, est):
         # mirror descent's weights decay at every step, touched or not
@@ -685,19 +689,47 @@ def _merged_entry(base, values, weight_base, weight_values, average, roots=False
     args = (flat_out, None if base is None else np.asarray(base, dtype=np.float64).reshape(-1),
             flat, weight_base, per_entry, steps, average, base is not None and not integer,
             roots, weight_roots, entries)
-    size = flat_out.shape[0] if entries is None else entries.shape[0]
-    if threads is not None and threads[1] > 1 and size >= PARALLEL_MIN_SIZE:
-        bounds = np.linspace(0, size, threads[1] + 1).astype(np.int64)
-        ranges = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
-        list(threads[0].map(lambda bound: merge_entries(*args, *bound), ranges))
-    else:
-        merge_entries(*args)
+    _in_ranges(merge_entries, args, flat_out.shape[0] if entries is None else entries.shape[0],
+               threads)
     if integer:  # a step count: the (rounded) increment, added as an integer
         out = base + (np.rint(out) if average else out).astype(np.int64)
     return out.item() if np.ndim(out) == 0 else out
 
 
-def _merge_into(rule, target, base_sums, models, combine, columns=None, threads=None):
+def _in_ranges(function, args, size, threads):
+    """``function(*args)`` over ``size`` entries; large parts by all the
+    ``threads`` (see ``_merged_entry``), each calling ``function(*args, lo,
+    hi)`` on its range."""
+    if threads is not None and threads[1] > 1 and size >= PARALLEL_MIN_SIZE:
+        bounds = np.linspace(0, size, threads[1] + 1).astype(np.int64)
+        ranges = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        list(threads[0].map(lambda bound: function(*args, *bound), ranges))
+    else:
+        function(*args)
+
+
+def _merged_pairs(rule, stored, base_sums, models, average, entries=None, threads=None,
+                  copies=None):
+    """The two ``rule.paired`` parts of the merge, by one ``merge_pairs``
+    pass: name -> merged array, views of ``stored`` (the target's array
+    that holds both, or None: a new one).  ``copies``: the models' own
+    arrays, to receive the merged entries too."""
+    first, second, _ = rule.paired
+    shape = np.shape(base_sums[first])
+    if stored is None:
+        stored = np.empty(shape + (2,))
+    values = [np.ascontiguousarray(getattr(m, rule.paired[2]), dtype=np.float64).reshape(-1, 2)
+              for m in models]
+    flat = [np.asarray(base_sums[k], dtype=np.float64).reshape(-1) for k in (first, second)]
+    args = (stored.reshape(-1, 2), *flat, values, average, entries,
+            None if copies is None else [c.reshape(-1, 2) for c in copies])
+    _in_ranges(merge_pairs, args, flat[0].shape[0] if entries is None else entries.shape[0],
+               threads)
+    return {first: stored[..., 0], second: stored[..., 1]}
+
+
+def _merge_into(rule, target, base_sums, models, combine, columns=None, threads=None,
+                copies=None):
     """(sums, averages, latest) of the merge of ``models`` over
     ``base_sums``, part by part; the parts ``rule.storage(target)`` holds
     are written there.  ``target`` may be the base itself (merged in place):
@@ -705,7 +737,8 @@ def _merge_into(rule, target, base_sums, models, combine, columns=None, threads=
     no part is overwritten before everything that reads it is merged.
     ``columns``: of a column-local merge into a target that holds the base,
     the only columns any model changed (sorted int64).  ``threads``: see
-    ``_merged_entry``."""
+    ``_merged_entry``.  ``copies``: the models' arrays of the paired parts
+    (``rule.paired``), written with the merged entries too."""
     average = combine == "average"
     own = [rule.sums(m) for m in models]
     store = {name: a for name, a in rule.storage(target).items()
@@ -737,9 +770,18 @@ def _merge_into(rule, target, base_sums, models, combine, columns=None, threads=
         averages[name] = _merged_entry(None, [p[name][0] for p in parts], wb, wv, True,
                                        weight_roots=weight_roots, out=store.get(name),
                                        threads=threads)
-    weighing = {rule.weight_of(name) for name in base_sums} if average else set()
     sums = {}
-    for name in sorted(base_sums, key=lambda name: name in weighing):
+    if rule.paired:  # read once for both parts (before the parts they weigh change)
+        stored = getattr(target, rule.paired[2])
+        usable = (isinstance(stored, np.ndarray) and stored.dtype == np.float64
+                  and stored.flags.c_contiguous and stored.flags.writeable
+                  and stored.shape == np.shape(base_sums[rule.paired[0]]) + (2,))
+        if columns is not None and not usable:
+            raise ValueError(f"A merge of some columns writes {rule.paired[2]!r} in place.")
+        sums.update(_merged_pairs(rule, stored if usable else None, base_sums, models,
+                                  average, entries.get(rule.paired[0]), threads, copies))
+    weighing = {rule.weight_of(name) for name in base_sums} if average else set()
+    for name in sorted(set(base_sums) - set(sums), key=lambda name: name in weighing):
         wb, wv, weight_roots = weights(rule.weight_of(name) if average else None)
         sums[name] = _merged_entry(base_sums[name], [o[name] for o in own], wb, wv, average,
                                    name in rule.roots, weight_roots, out=store.get(name),
@@ -756,8 +798,14 @@ def _merged_in_place(state, models, combine="sum", columns=None, threads=None, r
     and writes the per-feature parts.  ``threads``: (executor, number of
     threads) sharing the large parts.  ``rule``: what ``check_mergeable``
     returned for these models and state (None: it is called), for a caller
-    that merges the same models pass after pass.  Returns the columns it
-    merged (None: all)."""
+    that merges the same models pass after pass.
+
+    Returns the columns in which the models' arrays updated in place
+    (``_in_place_arrays``) still differ from the merged state (None: any),
+    for the caller that continues them from it (``_assign``).  Where those
+    arrays are the paired parts alone (AdaGrad's accumulators), a
+    column-local merge writes its entries into the models' arrays as it
+    goes, and none differ."""
     if rule is None:
         rule = check_mergeable(models, state)
     if not rule.column_local(state):
@@ -765,9 +813,17 @@ def _merged_in_place(state, models, combine="sum", columns=None, threads=None, r
     if len(models) == 1:
         _assign(state, models[0], columns)
         return columns
+    copies = None
+    if columns is not None and rule.paired:
+        copies = [m.__dict__.get(rule.paired[2]) for m in models]
+        if not all(isinstance(c, np.ndarray) and c.dtype == np.float64
+                   and c.flags.c_contiguous and c.flags.writeable
+                   and {n for n in m._in_place_arrays() if n in m.__dict__} == {rule.paired[2]}
+                   for m, c in zip(models, copies)):
+            copies = None
     _written(rule, state, *_merge_into(rule, state, rule.sums(state), models, combine,
-                                       columns, threads))
-    return columns
+                                       columns, threads, copies))
+    return columns if copies is None else columns[:0]
 
 
 def _assign(target, source, columns=None):

@@ -24,7 +24,7 @@ from sklearn_adaprox import (
     RDAPlusClassifier,
     merge,
 )
-from sklearn_adaprox._dataset import touched_columns_of_rows
+from sklearn_adaprox._dataset import touched_columns
 
 K = 3
 
@@ -506,6 +506,31 @@ def test_a_wide_merge_shared_by_threads_is_the_serial_merge(combine):
 
 
 @pytest.mark.parametrize("combine", ["sum", "average"])
+def test_a_column_merge_in_place_leaves_the_models_at_the_merged_state(combine):
+    """The threads' merge of some columns writes AdaGrad's merged sums into
+    the models' own arrays as well (they go on from the merged state), and
+    says that no column of theirs differs from it; elsewhere the models
+    keep their own values, which are the state's."""
+    import sys
+
+    module = sys.modules["sklearn_adaprox.merge"]
+    rng = np.random.RandomState(6)
+    X = sp.random(400, 3000, density=1e-3, format="csr", random_state=rng)
+    y = np.where(rng.rand(400) > 0.5, 1.0, -1.0)
+    base = AdaGradClassifier(alpha=1e-4).partial_fit(X[:40], y[:40], classes=[-1.0, 1.0])
+    models = [copy.deepcopy(base).partial_fit(X[40 + i::2], y[40 + i::2]) for i in range(2)]
+    columns = np.unique(X[40:].indices).astype(np.int64)
+    expected = merge(models, base=base, combine=combine)
+    state = copy.deepcopy(base)
+    left = module._merged_in_place(state, models, combine, columns)
+    assert left is not None and left.size == 0
+    assert_array_equal(state.accumulators_, expected.accumulators_)
+    for m in models:
+        assert_array_equal(m.accumulators_, state.accumulators_)
+    assert np.any(state.accumulators_ != base.accumulators_)
+
+
+@pytest.mark.parametrize("combine", ["sum", "average"])
 def test_sparse_increments_give_the_dense_merge_bit_for_bit(combine):
     """Increments of wide sparse data travel as their non-zero entries;
     the merge is the same floating-point sums as with dense arrays."""
@@ -613,7 +638,8 @@ def test_in_memory_merge_is_the_increments_route_bit_for_bit(data, est, combine)
 def test_pass_over_rows_is_partial_fit_of_the_rows(data, make, sparse):
     """The thread trainer's shard pass (rows read in place from X checked
     once) is partial_fit on a copy of those rows, in their order, bit for
-    bit, and the columns it reports are those of the copied rows."""
+    bit, also when it is told the columns of X's non-zeros (for its
+    checks)."""
     X, y, sw = data
     first = make().set_params(random_state=0)
     classes = {}
@@ -627,14 +653,16 @@ def test_pass_over_rows_is_partial_fit_of_the_rows(data, make, sparse):
     copied.partial_fit(X_in[rows], y[rows], sample_weight=sw[rows])
     prepared = in_place._prepare_rows(X_in, y, sample_weight=sw)
     in_place._pass_over_rows(prepared, rows)
-    for name, value in vars(copied).items():
-        if name.endswith("_") and isinstance(value, np.ndarray):
-            assert_array_equal(getattr(in_place, name), value, err_msg=name)
-    assert in_place.t_ == copied.t_
-    assert_array_equal(in_place.loss_curve_, copied.loss_curve_)
-    if sparse:
-        assert_array_equal(touched_columns_of_rows(X_in.indices, X_in.indptr, rows, 8),
-                           np.unique(X_in[rows].indices))
+    passes = [in_place]
+    if sparse:  # the columns of all of X's non-zeros, as the thread trainer's shards get them
+        passes.append(copy.deepcopy(first))
+        passes[-1]._pass_over_rows(prepared, rows, touched_columns(X_in.indices, 8))
+    for model in passes:
+        for name, value in vars(copied).items():
+            if name.endswith("_") and isinstance(value, np.ndarray):
+                assert_array_equal(getattr(model, name), value, err_msg=name)
+        assert model.t_ == copied.t_
+        assert_array_equal(model.loss_curve_, copied.loss_curve_)
 
 
 def test_pass_over_rows_needs_a_fitted_model_and_rda_plus_copies_its_rows(data):
