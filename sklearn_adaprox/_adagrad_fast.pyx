@@ -61,7 +61,8 @@ cdef extern from "_simd.h" nogil:
 from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyper,
                               da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
                               intercept_step, make_hyper, md_idle_steps, md_prox)
-from ._dataset cimport RowPass, check_pass_input, index_t, longest_row, row_pass, step_row
+from ._dataset cimport (RowPass, check_pass_input, index_t, longest_row, prefetch_stream,
+                        row_of, row_pass, step_row)
 from ._loss cimport Loss
 
 # Whether the CPU (and the OS) run AVX: the dual-averaging and FTRL-Proximal
@@ -281,6 +282,22 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
     return p
 
 
+cdef inline void md_prefetch_row(const index_t* idx, Py_ssize_t nnz, const double* acc,
+                                 const double* w, const int64_t* last) noexcept nogil:
+    # Mirror descent reads three arrays at each of a row's columns: start
+    # loading those of the next row while this one is processed.  A pass
+    # over 20 newsgroups hashed to 2**20 columns (binary, 744k non-zeros):
+    # 33.4 -> 26.5-29.6 ms with l2 and hinge, 39.8 -> 32.4-33.4 ms with
+    # log_loss; the other rules, which read one array, were not quicker
+    # with it (3.3 -> 3.6 ms for dual averaging).
+    cdef Py_ssize_t k, j
+    for k in range(nnz):
+        j = idx[k]
+        prefetch_stream(&acc[2 * j], 2 * sizeof(double))
+        prefetch_stream(&w[j], sizeof(double))
+        prefetch_stream(&last[j], sizeof(int64_t))
+
+
 cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
                            double d, double* w, double* acc, int64_t* last,
                            int64_t t, Hyper h) noexcept nogil:
@@ -370,13 +387,18 @@ def run_epoch(AdaGradProblem problem,
     cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
     cdef const index_t* idx
-    cdef Py_ssize_t s, i, nnz
+    cdef const floating* next_x
+    cdef const index_t* next_idx
+    cdef Py_ssize_t s, i, nnz, next_nnz
     cdef double sw, yi, p, d
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
     with nogil:
         for s in range(rows.n_steps):
             nnz = step_row(&rows, s, &i, &x, &idx)
+            if h.update == MIRROR_DESCENT and s + 1 < rows.n_steps:
+                next_nnz = row_of(&rows, <Py_ssize_t> rows.order[s + 1], &next_x, &next_idx)
+                md_prefetch_row(next_idx, next_nnz, acc, w, last)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue

@@ -143,7 +143,7 @@ cdef inline double md_idle_steps(double w, double root, int64_t k, Hyper h) noex
     if k <= 0 or w == 0.0:
         return w
     H = h.delta + root
-    if H == 0.0:
+    if H == 0.0 or (h.l1 == 0.0 and h.l2 == 0.0):  # no penalty: nothing shrinks
         return w
     a = h.eta * h.l1 / H
     r = h.eta * h.l2 / H
