@@ -17,21 +17,14 @@ from libc.math cimport sqrt
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define ADAPROX_PREFETCH(p) __builtin_prefetch(p)
-    #else
-    #define ADAPROX_PREFETCH(p) ((void) 0)
-    #endif
-    """
-    void ADAPROX_PREFETCH(const void*) noexcept nogil
+from ._dataset cimport prefetch_stream
 
 # merge_pairs asks for the rows this many entries ahead: they are scattered
 # over arrays larger than the caches, and the loop would otherwise wait on
-# each one in turn
+# each one in turn (82,000 columns of 2**20 merged from two models: 1.3 ->
+# 1.1 ms)
 cdef enum:
-    AHEAD = 64
+    AHEAD = 16
 
 
 def merge_entries(double[:] out, const double[:] base, list values,
@@ -267,10 +260,10 @@ cdef void _merge_pairs(double[:, ::1] out, const double[:] base_value,
     for i in range(lo, hi):
         e = entries[i] if some else i
         if some and i + AHEAD < hi:
-            ahead = 2 * entries[i + AHEAD]
-            ADAPROX_PREFETCH(&base_value[ahead // 2])
+            ahead = entries[i + AHEAD]
+            prefetch_stream(&base_value[ahead], sizeof(double))
             for k in range(K):
-                ADAPROX_PREFETCH(value_ptr[k] + ahead)
+                prefetch_stream(value_ptr[k] + 2 * ahead, 2 * sizeof(double))
         ub = base_value[e]
         nb = base_root[e] * base_root[e]
         for k in range(K):
