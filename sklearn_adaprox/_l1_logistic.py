@@ -17,6 +17,8 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit
 from threadpoolctl import ThreadpoolController
 
+from ._rda_fast import csr_gram
+
 # Cap on the iterations of one local phase (each is one Newton or one
 # reduced-gradient step with its line search).
 MAX_LOCAL_ITER = 200
@@ -259,17 +261,13 @@ class _Restricted:
         return out
 
     def _gram(self, XF, dd):
-        """XF^T diag(dd) XF; CSR rows are densified a block at a time (BLAS
-        on small dense blocks beats a sparse-sparse product here)."""
+        """XF^T diag(dd) XF: BLAS for dense columns, the pairs of each
+        row's entries for CSR (``csr_gram``)."""
         if not sp.issparse(XF):
             return XF.T @ (XF * dd[:, None])
-        k = XF.shape[1]
-        G = np.zeros((k, k))
-        block = max(BLOCK_VALUES // max(k, 1), 1)
-        for lo in range(0, XF.shape[0], block):
-            B = XF[lo:lo + block].toarray()
-            G += B.T @ (B * dd[lo:lo + block, None])
-        return G
+        XF = XF.tocsr()
+        dd = np.ascontiguousarray(dd, dtype=np.float64)
+        return csr_gram(XF.data, XF.indices, XF.indptr, dd, XF.shape[1])
 
     def hessian(self, dd, F, fit_intercept):
         """Hessian of f in the coordinates A[F] (and the intercept, last)."""

@@ -553,3 +553,42 @@ cdef tuple _checked_pass(RDAProblem problem,
                             y_ptr, sw_ptr, start, False, NULL, 0, False,
                             NULL, NULL, 0, 0)
     return end.sum_loss, end.sum_weight, end.position, end.switched
+
+
+def csr_gram(const floating[::1] data, const index_t[::1] indices,
+             const index_t[::1] indptr, const double[::1] weights, Py_ssize_t n_columns):
+    """``X^T diag(weights) X`` of the CSR matrix ``(data, indices, indptr)``
+    with ``n_columns`` columns, as a dense array: the Hessian of the local
+    phase on a small support (``_l1_logistic._Restricted.hessian``).
+
+    Row by row, every pair of the row's entries adds ``weights[i] * x_a *
+    x_b`` to entry ``(a, b)``: O(sum of the squared row lengths), where
+    densifying blocks of rows for BLAS costs O(rows * n_columns**2)
+    (w8a's 37,311 rows of 11.6 non-zeros among 300 columns: about 6 ms
+    against 370 ms).  Any order of the indices, duplicates included.
+    """
+    cdef Py_ssize_t n_rows = indptr.shape[0] - 1, i, p, q, a
+    cdef double va
+    if weights.shape[0] != n_rows:
+        raise ValueError("weights needs one entry per row.")
+    if n_rows > 0 and (indptr[0] != 0 or indptr[n_rows] > indices.shape[0]
+                       or indices.shape[0] != data.shape[0]):
+        raise ValueError("Inconsistent CSR arrays.")
+    for i in range(n_rows):
+        if indptr[i + 1] < indptr[i]:
+            raise ValueError("Inconsistent CSR row pointers.")
+    for p in range(indices.shape[0]):
+        if not 0 <= indices[p] < n_columns:
+            raise ValueError(f"Column {indices[p]} of {n_columns}.")
+    gram = np.zeros((n_columns, n_columns))
+    cdef double[:, ::1] g = gram
+    with nogil:
+        for i in range(n_rows):
+            if weights[i] == 0.0:
+                continue
+            for p in range(indptr[i], indptr[i + 1]):
+                a = indices[p]
+                va = weights[i] * data[p]
+                for q in range(indptr[i], indptr[i + 1]):
+                    g[a, indices[q]] += va * data[q]
+    return gram

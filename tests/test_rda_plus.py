@@ -19,7 +19,7 @@ from reference.rda import (objective, optimality, rda_reference, sign_pattern,
                            violation)
 from sklearn_adaprox import RDAPlusClassifier
 from sklearn_adaprox._loss import Log
-from sklearn_adaprox._rda_fast import (NEVER, RDAProblem, py_exit_step, run_epoch,
+from sklearn_adaprox._rda_fast import (NEVER, RDAProblem, csr_gram, py_exit_step, run_epoch,
                                       run_epoch_instrumented)
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox.datasets import load_a9a
@@ -651,3 +651,43 @@ def test_a_reservoir_of_mismatched_arrays_is_refused_before_scipy_reads_it(damag
     with pytest.raises(ValueError, match="Malformed sparse matrix|same rows"):
         est.partial_fit(X[60:], y[60:])
     assert pickle.dumps(est) == before
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_csr_gram_is_the_weighted_gram_matrix(dtype, index_dtype):
+    """The local phase's Hessian block ``X^T diag(w) X`` from the pairs of
+    each CSR row's entries equals the dense product, whatever the order of
+    a row's indices, with duplicate entries, empty rows and zero weights;
+    inconsistent arrays raise."""
+    rng = np.random.RandomState(0)
+    X = sp.random(60, 9, density=0.3, format="csr", random_state=rng, dtype=dtype)
+    w = rng.rand(60)
+    w[::7] = 0.0
+    dense = X.toarray().astype(np.float64)
+    expected = dense.T @ (dense * w[:, None])
+    columns, starts = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+    assert_allclose(csr_gram(X.data, columns, starts, w, 9), expected, rtol=1e-12, atol=1e-14)
+    # a row's entries reversed, and one entry split in two (a duplicate)
+    shuffled = X.copy()
+    for i in range(60):
+        lo, hi = shuffled.indptr[i], shuffled.indptr[i + 1]
+        shuffled.indices[lo:hi] = shuffled.indices[lo:hi][::-1].copy()
+        shuffled.data[lo:hi] = shuffled.data[lo:hi][::-1].copy()
+    row = int(np.flatnonzero(np.diff(X.indptr))[0])
+    lo, hi = X.indptr[row], X.indptr[row + 1]
+    data = np.insert(shuffled.data, lo, shuffled.data[lo] / 2)
+    data[lo + 1] /= 2
+    indices = np.insert(shuffled.indices, lo, shuffled.indices[lo]).astype(index_dtype)
+    indptr = shuffled.indptr.astype(index_dtype)
+    indptr[row + 1:] += 1
+    assert_allclose(csr_gram(data, indices, indptr, w, 9), expected, rtol=1e-12, atol=1e-14)
+    assert csr_gram(np.zeros(0, dtype), np.zeros(0, index_dtype),
+                    np.zeros(4, index_dtype), np.ones(3), 5).tolist() == np.zeros((5, 5)).tolist()
+    with pytest.raises(ValueError, match="one entry per row"):
+        csr_gram(X.data, columns, starts, w[:-1], 9)
+    with pytest.raises(ValueError, match="Column"):
+        csr_gram(X.data, columns, starts, w, 8)
+    starts[5] = starts[6] + 1
+    with pytest.raises(ValueError, match="row pointers"):
+        csr_gram(X.data, columns, starts, w, 9)
