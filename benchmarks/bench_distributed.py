@@ -30,7 +30,9 @@ Per pass, on each data set: wall time and test accuracy / log loss of
   merge.
 
 The learner is ``AdaGradClassifier(loss="log_loss")`` (dual averaging, l2);
-the trainers run with ``--combine`` (default ``average``).  Then a
+the trainers run with ``--combine`` (default ``average``), and once more,
+timed the same way, with the other merge (``threads, one fit, sum``, ``dask,
+sum``).  Then a
 simulation of scale: 2, 4, 8, 16, 32 shards (threads), test accuracy per
 pass against shard count for both merges, and the bytes a round sends,
 measured: the pickled state and the pickled increment of one shard.  On
@@ -294,15 +296,19 @@ def side_by_side(name, X, y, Xt, yt, passes, combine, client):
                    "log loss"],
                   notes=f"AdaGradClassifier(loss='log_loss'); trainers with combine='{combine}'")
     print(f"\n== {name}: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz}")
-    print(f"{'contender':>21} {'pass':>4} {'seconds':>8} {'speed-up':>8} {'vs fit':>8} "
+    print(f"{'contender':>26} {'pass':>4} {'seconds':>8} {'speed-up':>8} {'vs fit':>8} "
           f"{'accuracy':>8} {'log loss':>8}")
+    other = "sum" if combine == "average" else "average"
     contenders = [("memory", lambda: run_memory(X, y, passes)),
                   ("one core, one fit", lambda: run_one_fit(X, y, passes)),
                   ("threads", lambda: run_threads(X, y, passes, combine)),
                   ("threads, one fit", lambda: run_threads_one_fit(X, y, passes, combine)),
+                  (f"threads, one fit, {other}",
+                   lambda: run_threads_one_fit(X, y, passes, other)),
                   ("floor of 2 threads", lambda: run_floor(X, y, passes))]
     if client is not None:
         contenders += [("dask", lambda: run_dask(client, X, y, passes, combine)),
+                       (f"dask, {other}", lambda: run_dask(client, X, y, passes, other)),
                        ("incremental", lambda: run_incremental(client, X, y, passes)),
                   ("dask round, no work", lambda: run_dask_round_trip(client, passes)),
                   ("dask round, no pass", lambda: run_dask_round_trip(
@@ -317,7 +323,7 @@ def side_by_side(name, X, y, Xt, yt, passes, combine, client):
             speed = reference["memory"][p - 1] / seconds
             speed_fit = (reference["one core, one fit"][p - 1] / seconds
                          if label != "memory" else np.nan)
-            print(f"{label:>21} {p:>4} {seconds:>8.4f} {speed:>8.2f} {speed_fit:>8.2f} "
+            print(f"{label:>26} {p:>4} {seconds:>8.4f} {speed:>8.2f} {speed_fit:>8.2f} "
                   f"{acc:>8.4f} {ll:>8.4f}")
             RESULTS.row(table, label, p, seconds, speed, speed_fit, acc, ll)
 

@@ -244,7 +244,6 @@ cdef class RDAProblem:
 
     def weights(self, double[::1] coef):
         """Write the iterate into ``coef`` (O(d)); return the intercept."""
-        cdef Py_ssize_t j
         if coef.shape[0] != self.sum_grad.shape[0]:
             raise ValueError(
                 f"coef has {coef.shape[0]} entries for a state of "
@@ -252,12 +251,8 @@ cdef class RDAProblem:
                 "during this call: one estimator must not be fitted by two "
                 "threads at once)."
             )
-        with nogil:
-            for j in range(coef.shape[0]):
-                coef[j] = rda_weight(self.sum_grad[j], self.t, self.l1, self.gamma)
-        if not self.fit_intercept:
-            return 0.0
-        return rda_intercept(self.intercept_sum_grad, self.t, self.gamma)
+        return iterate(self.sum_grad, self.intercept_sum_grad, self.t, self.l1, self.gamma,
+                       self.fit_intercept, coef)
 
     def signs(self):
         """The tracked sign pattern (a copy): -1, 0 or +1 per feature."""
@@ -276,6 +271,23 @@ cdef class RDAProblem:
             if self.key[j] > exit_step(fabs(self.sum_grad[j]), self.l1):
                 return False
         return self.heap_size == self.support_size
+
+
+def iterate(const double[::1] sum_grad, double intercept_sum_grad, int64_t t, double l1,
+            double gamma, bint fit_intercept, double[::1] coef):
+    """The RDA iterate of the sums ``(u, u_b)`` after ``t`` steps into
+    ``coef`` (O(d)); returns the intercept.  What ``RDAProblem.weights``
+    gives, without building a problem's sign pattern and heap (O(d) arrays
+    of their own, which on 2**20 hashed columns cost more than this)."""
+    cdef Py_ssize_t j
+    if coef.shape[0] != sum_grad.shape[0]:
+        raise ValueError("coef and sum_grad differ in length.")
+    with nogil:
+        for j in range(coef.shape[0]):
+            coef[j] = rda_weight(sum_grad[j], t, l1, gamma)
+    if not fit_intercept:
+        return 0.0
+    return rda_intercept(intercept_sum_grad, t, gamma)
 
 
 def py_exit_step(double abs_u, double l1):

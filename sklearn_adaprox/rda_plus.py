@@ -20,7 +20,7 @@ from ._base import BaseOnlineLinearClassifier, map_problems, pass_order, problem
 from ._dataset import as_row_arrays, check_sparse_structure
 from ._l1_logistic import Surrogate, local_phase, single_threaded_blas, violation_scale
 from ._loss import Log
-from ._rda_fast import NEVER, RDAProblem, run_epoch
+from ._rda_fast import NEVER, RDAProblem, iterate, run_epoch
 
 # alpha="auto" is AUTO_ALPHA_RATIO * alpha_max (glmnet's default end of the
 # regularisation path for wide data), AUTO_ALPHA_FALLBACK when alpha_max is 0
@@ -437,9 +437,10 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.last_support_change_[k] = problem.last_change
 
     def _rda_iterate(self, k):
-        problem = self._problem(k)
-        w = np.zeros(self.n_features_in_)
-        b = problem.weights(w)
+        w = np.empty(self.n_features_in_)
+        b = iterate(self.sum_gradient_[k], float(self.intercept_sum_gradient_[k]),
+                    int(self.rda_t_[k]), float(self.alpha_[k]), float(self.gamma),
+                    bool(self.fit_intercept), w)
         return w, b
 
     def _safeguarded_support(self, k, w):
