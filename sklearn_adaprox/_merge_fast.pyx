@@ -1,5 +1,6 @@
 """Compiled core of ``sklearn_adaprox.merge``: one pass over one part of a
-state that merges the shard models' values of it.
+state that merges the shard models' values of it (``merge_entries``), or
+over AdaGrad's two parts kept side by side (``merge_pairs``).
 
 Merging K shard models in memory (``merge``, the threads of
 ``ThreadShardedTrainer``) reads every entry of every model's state once.

@@ -26,9 +26,10 @@ correct the same error of the state they started from.
 
 Everything here reads the fitted attributes of the estimators and writes
 those of a new one; no estimator is modified (but by ``_merged_in_place``,
-the threads' merge into the state they own).  Models in memory merge by one
-compiled pass over each part of the state (``_merge_into``, with
-``_merge_fast``); models on Dask workers send increments (``_increment``),
+the threads' merge into the state they own and into their shard models).
+Models in memory merge by one compiled pass over each part of the state
+(``_merge_into``, with ``_merge_fast``; AdaGrad's two sums of a feature in
+one pass); models on Dask workers send increments (``_increment``),
 added pairwise in any grouping (``_add``, associative and commutative up to
 rounding) up the driver's reduction tree (:mod:`sklearn_adaprox.distributed`)
 and finished where the total is (``_final_steps``).  Both routes make the

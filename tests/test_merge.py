@@ -530,6 +530,32 @@ def test_a_column_merge_in_place_leaves_the_models_at_the_merged_state(combine):
     assert np.any(state.accumulators_ != base.accumulators_)
 
 
+def test_merge_pairs_refuses_inconsistent_arrays():
+    """The compiled merge of AdaGrad's pairs checks its arrays before it
+    writes anything."""
+    from sklearn_adaprox._merge_fast import merge_pairs
+
+    out = np.ones((4, 2))
+    base = np.zeros(4)
+    models = [np.full((4, 2), 2.0)]
+    bad_calls = [
+        ("at least one model", lambda: merge_pairs(out, base, base, [], False)),
+        ("differ in length", lambda: merge_pairs(out, base[:3], base, models, False)),
+        ("shape of out", lambda: merge_pairs(out, base, base, [np.ones((3, 2))], False)),
+        ("out of range", lambda: merge_pairs(out, base, base, models, False,
+                                             np.array([1, 4], dtype=np.int64))),
+        ("shape of out", lambda: merge_pairs(out, base, base, models, False, None,
+                                             [np.ones((4, 3))])),
+        ("outside", lambda: merge_pairs(out, base, base, models, False, None, None, 3, 2)),
+    ]
+    for message, call in bad_calls:
+        with pytest.raises(ValueError, match=message):
+            call()
+        assert_array_equal(out, 1.0)
+    merge_pairs(out, base, base, models, False)  # u: 0 + 2; sqrt n: sqrt(0 + 2**2)
+    assert_array_equal(out, 2.0)
+
+
 @pytest.mark.parametrize("combine", ["sum", "average"])
 def test_sparse_increments_give_the_dense_merge_bit_for_bit(combine):
     """Increments of wide sparse data travel as their non-zero entries;
