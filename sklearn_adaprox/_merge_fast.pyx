@@ -67,14 +67,7 @@ def merge_entries(double[:] out, const double[:] base, list values,
     if per_model and step_weights.shape[0] != K:
         raise ValueError("step_weights needs one weight per model.")
     cdef const int64_t[::1] no_entries = None
-    if entries is not None and entries.shape[0] and (
-            entries[0] < 0 or entries[entries.shape[0] - 1] >= n):
-        raise ValueError("entries out of range.")
-    cdef Py_ssize_t size = entries.shape[0] if entries is not None else n
-    if hi < 0:
-        hi = size
-    if not 0 <= lo <= hi <= size:
-        raise ValueError(f"lo={lo}, hi={hi} outside the {size} entries.")
+    hi = _checked_range(entries, n, lo, hi)
     # the memoryviews are kept in lists (they own the buffers); the loop reads
     # through raw pointers and strides
     views = [_view(v, n) for v in values]
@@ -218,14 +211,7 @@ def merge_pairs(double[:, ::1] out, const double[:] base_value, const double[:] 
     views = [_pairs(v, n) for v in values]
     writes = [_writable_pairs(v, n) for v in copies] if copies is not None else []
     n_copies = len(writes)
-    cdef bint some = entries is not None
-    if some and entries.shape[0] and (entries[0] < 0 or entries[entries.shape[0] - 1] >= n):
-        raise ValueError("entries out of range.")
-    cdef Py_ssize_t size = entries.shape[0] if some else n
-    if hi < 0:
-        hi = size
-    if not 0 <= lo <= hi <= size:
-        raise ValueError(f"lo={lo}, hi={hi} outside the {size} entries.")
+    hi = _checked_range(entries, n, lo, hi)
     cdef const double** value_ptr = <const double**> malloc((K + 1) * sizeof(double*))
     cdef double** copy_ptr = <double**> malloc((n_copies + 1) * sizeof(double*))
     if value_ptr == NULL or copy_ptr == NULL:
@@ -310,6 +296,22 @@ cdef double[:, ::1] _writable_pairs(value, Py_ssize_t n):
     if view.shape[0] != n or view.shape[1] != 2:
         raise ValueError("Every copy must have the shape of out.")
     return view
+
+
+cdef Py_ssize_t _checked_range(const int64_t[::1] entries, Py_ssize_t n, Py_ssize_t lo,
+                               Py_ssize_t hi) except -1:
+    """``hi`` (-1: the end) of a merge of the positions ``lo`` to ``hi`` of
+    ``entries`` (sorted, so its ends bound it; None: all ``n`` entries),
+    or ValueError."""
+    if entries is not None and entries.shape[0] and (
+            entries[0] < 0 or entries[entries.shape[0] - 1] >= n):
+        raise ValueError("entries out of range.")
+    cdef Py_ssize_t size = entries.shape[0] if entries is not None else n
+    if hi < 0:
+        hi = size
+    if not 0 <= lo <= hi <= size:
+        raise ValueError(f"lo={lo}, hi={hi} outside the {size} entries.")
+    return hi
 
 
 cdef const double[:] _view(value, Py_ssize_t n):

@@ -44,6 +44,7 @@ from libc.math cimport ceil, copysign, fabs, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int64_t
 
 from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
+from ._dataset import _check_bounds, _first_decrease
 from ._loss cimport Loss
 
 # Exit step of a coordinate that never leaves the support (l1 == 0).
@@ -586,12 +587,9 @@ def csr_gram(const floating[::1] data, const index_t[::1] indices,
     if n_rows > 0 and (indptr[0] != 0 or indptr[n_rows] > indices.shape[0]
                        or indices.shape[0] != data.shape[0]):
         raise ValueError("Inconsistent CSR arrays.")
-    for i in range(n_rows):
-        if indptr[i + 1] < indptr[i]:
-            raise ValueError("Inconsistent CSR row pointers.")
-    for p in range(indices.shape[0]):
-        if not 0 <= indices[p] < n_columns:
-            raise ValueError(f"Column {indices[p]} of {n_columns}.")
+    if _first_decrease(indptr) >= 0:
+        raise ValueError("Inconsistent CSR row pointers.")
+    _check_bounds(np.asarray(indices), n_columns, "column", (n_rows, n_columns))
     gram = np.zeros((n_columns, n_columns))
     cdef double[:, ::1] g = gram
     with nogil:

@@ -709,6 +709,12 @@ def _in_ranges(function, args, size, threads):
         function(*args)
 
 
+def _writable_pairs(array):
+    """Whether ``merge_pairs`` can write into ``array`` in place."""
+    return (isinstance(array, np.ndarray) and array.dtype == np.float64
+            and array.flags.c_contiguous and array.flags.writeable)
+
+
 def _merged_pairs(rule, stored, base_sums, models, average, entries=None, threads=None,
                   copies=None):
     """The two ``rule.paired`` parts of the merge, by one ``merge_pairs``
@@ -774,8 +780,7 @@ def _merge_into(rule, target, base_sums, models, combine, columns=None, threads=
     sums = {}
     if rule.paired:  # read once for both parts (before the parts they weigh change)
         stored = getattr(target, rule.paired[2])
-        usable = (isinstance(stored, np.ndarray) and stored.dtype == np.float64
-                  and stored.flags.c_contiguous and stored.flags.writeable
+        usable = (_writable_pairs(stored)
                   and stored.shape == np.shape(base_sums[rule.paired[0]]) + (2,))
         if columns is not None and not usable:
             raise ValueError(f"A merge of some columns writes {rule.paired[2]!r} in place.")
@@ -817,8 +822,7 @@ def _merged_in_place(state, models, combine="sum", columns=None, threads=None, r
     copies = None
     if columns is not None and rule.paired:
         copies = [m.__dict__.get(rule.paired[2]) for m in models]
-        if not all(isinstance(c, np.ndarray) and c.dtype == np.float64
-                   and c.flags.c_contiguous and c.flags.writeable
+        if not all(_writable_pairs(c)
                    and {n for n in m._in_place_arrays() if n in m.__dict__} == {rule.paired[2]}
                    for m, c in zip(models, copies)):
             copies = None
