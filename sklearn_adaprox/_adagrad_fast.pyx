@@ -40,7 +40,8 @@ import numpy as np
 
 cimport cython
 from cython cimport floating
-from libc.math cimport sqrt
+from libc.float cimport DBL_MAX
+from libc.math cimport fabs, sqrt
 from libc.stdint cimport int32_t, int64_t
 
 cdef extern from "_simd.h" nogil:
@@ -116,6 +117,13 @@ cdef class AdaGradProblem:
     cdef double[::1] w
     cdef int64_t[::1] last_step
     cdef double[::1] row_w  # FTRL: the weights of the current row's entries
+    # The entries of the columns a chunk's pass may change, saved before it
+    # (``save_columns``) so that a pass can be taken back (``restore_columns``)
+    # in O(nnz): column, (u, root, w) and mirror descent's last step.
+    cdef int64_t[::1] saved_columns
+    cdef double[:, ::1] saved_values
+    cdef int64_t[::1] saved_steps
+    cdef Py_ssize_t n_saved
     cdef public double intercept
     cdef public double intercept_sum_grad
     cdef public double intercept_sum_sq_grad
@@ -141,6 +149,7 @@ cdef class AdaGradProblem:
         self.w = w
         self.last_step = last_step
         self.row_w = np.empty(1)
+        self.n_saved = 0
         self.intercept = intercept
         self.intercept_sum_grad = intercept_sum_grad
         self.intercept_sum_sq_grad = intercept_sum_sq_grad
@@ -155,6 +164,45 @@ cdef class AdaGradProblem:
         if h.update == MIRROR_DESCENT:
             return md_idle_steps(self.w[j], self.acc[j, 1], self.t - self.last_step[j], h)
         return ftrl_weight(self.acc[j, 0], self.acc[j, 1], t, h)
+
+    cdef int reserve_saved(self, Py_ssize_t n) except -1:
+        if self.saved_columns is None or self.saved_columns.shape[0] < n:
+            n = max(n, 64)
+            self.saved_columns = np.empty(n, dtype=np.int64)
+            self.saved_values = np.empty((n, 3))
+            self.saved_steps = np.empty(n, dtype=np.int64)
+        return 0
+
+    def restore_columns(self):
+        """Put back the entries saved by the last ``save_columns``, in the
+        reverse order (a column saved twice ends as it was first saved)."""
+        cdef Py_ssize_t s, j
+        cdef bint md = self.hyper.update == MIRROR_DESCENT
+        for s in range(self.n_saved - 1, -1, -1):
+            j = self.saved_columns[s]
+            self.acc[j, 0] = self.saved_values[s, 0]
+            self.acc[j, 1] = self.saved_values[s, 1]
+            if md:
+                self.w[j] = self.saved_values[s, 2]
+                self.last_step[j] = self.saved_steps[s]
+        self.n_saved = 0
+
+    def saved_columns_finite(self):
+        """Whether the saved columns' entries and the intercept's scalars
+        are all finite now: what a pass over rows of those columns can have
+        made infinite or NaN."""
+        cdef Py_ssize_t s, j
+        cdef bint md = self.hyper.update == MIRROR_DESCENT
+        cdef double total = (self.intercept + self.intercept_sum_grad
+                             + self.intercept_sum_sq_grad)
+        for s in range(self.n_saved):
+            j = self.saved_columns[s]
+            # a sum is finite only if every term is (NaN and infinities
+            # propagate), unless it overflows, which only refuses more
+            total += self.acc[j, 0] + self.acc[j, 1]
+            if md:
+                total += self.w[j]
+        return fabs(total) <= DBL_MAX
 
     def coef_into(self, double[::1] out not None):
         """Every weight of step t into ``out`` (O(n_features))."""
@@ -176,6 +224,53 @@ cdef class AdaGradProblem:
         with nogil:
             for k in range(columns.shape[0]):
                 out[k] = self.weight(columns[k])
+
+
+cdef int save_columns(AdaGradProblem problem, const index_t[::1] columns) except -1:
+    """Save the entries of ``columns`` (repeats allowed) for
+    ``problem.restore_columns()``: those a pass over rows of these columns
+    may change.  O(len(columns))."""
+    cdef Py_ssize_t s, j
+    cdef bint md = problem.hyper.update == MIRROR_DESCENT
+    problem.reserve_saved(columns.shape[0])
+    for s in range(columns.shape[0]):
+        j = columns[s]
+        problem.saved_columns[s] = j
+        problem.saved_values[s, 0] = problem.acc[j, 0]
+        problem.saved_values[s, 1] = problem.acc[j, 1]
+        if md:
+            problem.saved_values[s, 2] = problem.w[j]
+            problem.saved_steps[s] = problem.last_step[j]
+    problem.n_saved = columns.shape[0]
+    return 0
+
+
+def csr_row_scores(AdaGradProblem problem, const floating[::1] X_data,
+                   const index_t[::1] X_indices, const index_t[::1] X_indptr,
+                   double intercept, double[:, ::1] out not None, Py_ssize_t k):
+    """``out[i, k] = <w, x_i> + intercept`` for the CSR rows, with the
+    weights of step t read at the rows' columns only (O(nnz)).  Summed in
+    each row's order from 0 and then the intercept added, as the estimator's
+    general path (``csr_scores`` on ``coef_at``) does: the same numbers, bit
+    for bit.  The rows must be checked (``_dataset.plain_rows``)."""
+    cdef Py_ssize_t i, q, n_rows = X_indptr.shape[0] - 1, n = problem.acc.shape[0]
+    cdef double total
+    if out.shape[0] != n_rows or not 0 <= k < out.shape[1]:
+        raise ValueError("out does not fit the rows.")
+    if (n_rows < 0 or X_indptr[0] != 0 or X_indptr[n_rows] != X_indices.shape[0]
+            or X_data.shape[0] != X_indices.shape[0]):
+        raise ValueError("inconsistent CSR arrays.")
+    for i in range(n_rows):
+        if X_indptr[i + 1] < X_indptr[i]:
+            raise ValueError("inconsistent CSR arrays.")
+    for q in range(X_indices.shape[0]):
+        if not 0 <= X_indices[q] < n:
+            raise ValueError("column out of range.")
+    for i in range(n_rows):
+        total = 0.0
+        for q in range(X_indptr[i], X_indptr[i + 1]):
+            total = total + X_data[q] * problem.weight(X_indices[q])
+        out[i, k] = total + intercept
 
 
 # ----------------------------------------------------------------------
@@ -361,16 +456,25 @@ def run_epoch(AdaGradProblem problem,
               Py_ssize_t n_features,
               const double[::1] y,
               const double[::1] sample_weight,
-              const int64_t[::1] order):
+              const int64_t[::1] order,
+              bint all_or_nothing=False):
     """One predict-then-learn pass over ``X[order]``; y in {-1, +1}.
 
     Rows of zero weight are skipped entirely (they are not steps).  Returns
     ``(sum of weight * loss before each step, sum of weights)``; the
     progressive loss of the pass is their ratio.
+
+    ``all_or_nothing``: the entries of X's columns are saved first
+    (O(nnz)); if the pass leaves any of them, or the intercept's scalars,
+    non-finite, they are put back and None is returned (the Problem's own
+    scalars are then those of the failed pass).  ``restore_columns()`` takes
+    a successful pass back.
     """
     cdef Loss loss = problem.loss
     cdef Hyper h = problem.hyper
     cdef bint fit_intercept = problem.fit_intercept
+    if all_or_nothing:
+        problem.n_saved = 0  # nothing to take back until the entries are saved
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
                      problem.acc.shape[0], y.shape[0], sample_weight, order)
     if h.update == FTRL_PROXIMAL:
@@ -383,6 +487,8 @@ def run_epoch(AdaGradProblem problem,
     cdef double u_b = problem.intercept_sum_grad
     cdef double ssq_b = problem.intercept_sum_sq_grad
     cdef int64_t t = problem.t
+    if all_or_nothing:
+        save_columns(problem, X_indices)
 
     cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
@@ -441,4 +547,7 @@ def run_epoch(AdaGradProblem problem,
     problem.intercept = b
     problem.intercept_sum_grad = u_b
     problem.intercept_sum_sq_grad = ssq_b
+    if all_or_nothing and not problem.saved_columns_finite():
+        problem.restore_columns()
+        return None
     return sum_loss, sum_weight

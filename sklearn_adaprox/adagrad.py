@@ -22,6 +22,7 @@ from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
 from ._adagrad_multinomial_fast import MultinomialProblem
 from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
+from ._short_calls import short_partial_fit, short_scores
 
 # Penalties over the rows of the weight matrix (a feature for all classes).
 MIXED_NORM_PENALTIES = ("l1_l2", "l1_linf")
@@ -585,6 +586,20 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         self.class_weight = class_weight
         self.n_jobs = n_jobs
         self.verbose = verbose
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        # A call on a few plain rows of a fitted element-wise model takes
+        # the short path of _short_calls (the same model, bit for bit);
+        # any other goes through the general validation and transaction.
+        if short_partial_fit(self, X, y, classes, sample_weight):
+            return self
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+
+    partial_fit.__doc__ = BaseOnlineLinearClassifier.partial_fit.__doc__
+
+    def _scores(self, X):
+        scores = short_scores(self, X)
+        return super()._scores(X) if scores is None else scores
 
     @available_if(lambda est: est.loss in PROBABILISTIC_LOSSES)
     def predict_proba(self, X):

@@ -15,6 +15,7 @@ from sklearn_adaprox import (
     ImplicitFTRLRegressor,
     PairwiseAUCClassifier,
     RDAPlusClassifier,
+    _short_calls,
 )
 from sklearn_adaprox._adagrad_fast import AdaGradProblem, run_epoch
 from sklearn_adaprox._base import all_finite
@@ -221,6 +222,8 @@ def test_a_failing_pass_restores_the_state(est, monkeypatch):
         return result
 
     monkeypatch.setattr(type(model), step, poisoned)
+    # the general path's transaction (the short path's: test_short_calls.py)
+    monkeypatch.setattr(_short_calls, "SHORT_CHUNK_ROWS", 0)
     for call in (lambda: model.partial_fit(X, target),
                  lambda: model.set_params(warm_start=True).fit(X, target),
                  lambda: model.set_params(warm_start=False).fit(X, target)):

@@ -11,7 +11,8 @@ import scipy.sparse as sp
 from sklearn.base import is_classifier
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sklearn_adaprox import AdaGradClassifier, ImplicitFTRLClassifier, ImplicitFTRLRegressor
+from sklearn_adaprox import (AdaGradClassifier, ImplicitFTRLClassifier, ImplicitFTRLRegressor,
+                             _short_calls)
 
 UPDATES = ["dual_averaging", "mirror_descent", "ftrl_proximal"]
 WIDE = 2**22  # a fitted state of 2**22 x 16 bytes = 64 MiB (plus the intercept)
@@ -24,6 +25,15 @@ def _stream(n_rows=400, n_features=50, seed=0):
     return X, y
 
 
+@pytest.fixture(params=["short path", "general path"])
+def call_path(request, monkeypatch):
+    """AdaGradClassifier's calls on a few rows through its short path
+    (``_short_calls``), or all through the general one."""
+    if request.param == "general path":
+        monkeypatch.setattr(_short_calls, "SHORT_CHUNK_ROWS", 0)
+    return request.param
+
+
 def _peak_bytes(call):
     tracemalloc.start()
     try:
@@ -34,7 +44,7 @@ def _peak_bytes(call):
 
 
 @pytest.mark.parametrize("update", UPDATES)
-def test_a_one_row_call_allocates_what_the_row_needs(update):
+def test_a_one_row_call_allocates_what_the_row_needs(update, call_path):
     """numpy reports its buffers to tracemalloc: the peak of a continuing
     call on one row of a 2**22-column model must be far below the state."""
     rng = np.random.RandomState(0)
@@ -51,7 +61,7 @@ def test_a_one_row_call_allocates_what_the_row_needs(update):
 
 
 @pytest.mark.parametrize("update", UPDATES)
-def test_sparse_scores_from_the_columns_of_x_equal_the_full_product(update):
+def test_sparse_scores_from_the_columns_of_x_equal_the_full_product(update, call_path):
     X, y = _stream()
     wide = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], 10_000))
     clf = AdaGradClassifier(update=update, penalty="elasticnet", alpha=1e-3,
@@ -106,6 +116,8 @@ def test_a_failing_call_restores_the_touched_columns_only_it_changed(monkeypatch
         raise ValueError("injected")
 
     monkeypatch.setattr(_base.BaseOnlineLinearModel, "_check_finite_state", fail)
+    # the general path's transaction (the short path's: test_short_calls.py)
+    monkeypatch.setattr(_short_calls, "SHORT_CHUNK_ROWS", 0)
     with pytest.raises(ValueError, match="injected"):
         clf.partial_fit(X[300:], y[300:])
     assert pickle.dumps(clf) == before
@@ -113,11 +125,14 @@ def test_a_failing_call_restores_the_touched_columns_only_it_changed(monkeypatch
 
 @pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_the_quick_checks_of_a_continuing_call_give_the_general_path_model(dense, dtype):
+def test_the_quick_checks_of_a_continuing_call_give_the_general_path_model(
+        dense, dtype, monkeypatch):
     """Arrays of the fitted width and labels that are classes take a few
     cheap checks instead of scikit-learn's validation; lists of labels take
     the general path: the models must be the same, and what the quick checks
-    decline (a label that is not a class, a NaN) gets the general message."""
+    decline (a label that is not a class, a NaN) gets the general message.
+    (The transaction's checks, without the short path of test_short_calls.)"""
+    monkeypatch.setattr(_short_calls, "SHORT_CHUNK_ROWS", 0)
     X, y = _stream(seed=1)
     X = (X.toarray() if dense else X).astype(dtype)
     labels = np.where(y > 0, "spam", "ham")

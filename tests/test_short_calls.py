@@ -1,0 +1,257 @@
+"""The short path of AdaGradClassifier's calls on a few rows (_short_calls):
+the model of the general path, bit for bit, the same refusals with the same
+messages, and all or nothing."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_array_equal
+
+from sklearn_adaprox import AdaGradClassifier, _short_calls
+from sklearn_adaprox._base import BaseOnlineLinearClassifier, BaseOnlineLinearModel
+
+
+def _stream(n_rows=120, n_features=40, n_classes=2, seed=0):
+    rng = np.random.RandomState(seed)
+    X = sp.random(n_rows, n_features, density=0.15, format="csr", random_state=rng)
+    scores = X @ rng.standard_normal((n_features, n_classes))
+    y = scores.argmax(axis=1) if n_classes > 2 else (scores[:, 0] > 0).astype(int)
+    return X, y
+
+
+def _chunks(n_rows, start):
+    """Chunks of 1, 2 and 3 rows from ``start``."""
+    size = 1
+    while start < n_rows:
+        yield slice(start, min(start + size, n_rows))
+        start += size
+        size = size % 3 + 1
+
+
+@pytest.fixture
+def general_calls(monkeypatch):
+    """A list that grows by one at every call through the general path."""
+    calls = []
+    transaction = BaseOnlineLinearModel._transaction
+
+    def counted(self, *args):
+        calls.append(self)
+        return transaction(self, *args)
+
+    monkeypatch.setattr(BaseOnlineLinearModel, "_transaction", counted)
+    return calls
+
+
+def _assert_same_model(a, b):
+    assert sorted(a.__dict__) == sorted(b.__dict__)
+    for name, value in a.__dict__.items():
+        if isinstance(value, np.ndarray):
+            assert_array_equal(value, b.__dict__[name], err_msg=name)
+            assert value.dtype == b.__dict__[name].dtype
+        elif name != "_state_version":
+            assert value == b.__dict__[name], name
+    assert_array_equal(a.coef_, b.coef_)
+
+
+def _twins(X, y, classes, **params):
+    """Two models fitted on the first rows: one to stream through the short
+    path, one through the general path (which sample weights take)."""
+    first = slice(0, 10)
+    return [AdaGradClassifier(random_state=0, **params).partial_fit(
+        X[first], y[first], classes=classes) for _ in range(2)]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("penalty", ["l2", "l1", "elasticnet", None])
+@pytest.mark.parametrize("update", ["dual_averaging", "mirror_descent", "ftrl_proximal"])
+def test_short_calls_give_the_general_path_model(update, penalty, n_classes, general_calls):
+    X, y = _stream(n_classes=n_classes)
+    classes = np.arange(n_classes)
+    params = dict(update=update, penalty=penalty, alpha=1e-2, l1_ratio=0.3)
+    quick, general = _twins(X, y, classes, **params)
+    del general_calls[:]
+    for rows in _chunks(X.shape[0], 10):
+        quick.partial_fit(X[rows], y[rows])
+        general.partial_fit(X[rows], y[rows], sample_weight=np.ones(rows.stop - rows.start))
+    # every call of `quick` took the short path, every one of `general` not
+    assert quick not in general_calls and general in general_calls
+    _assert_same_model(quick, general)
+    # scores of a few rows: the short path against the general one
+    for rows in _chunks(20, 0):
+        assert_array_equal(quick._scores(X[rows]),
+                           BaseOnlineLinearClassifier._scores(general, X[rows]))
+        # and the product with coef_ (dense: BLAS sums in its own order)
+        np.testing.assert_allclose(
+            quick.decision_function(X[rows]),
+            (X[rows].toarray() @ general.coef_.T + general.intercept_).squeeze(axis=1)
+            if n_classes == 2 else X[rows].toarray() @ general.coef_.T + general.intercept_,
+            rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("form", ["csr float32", "csr int64 indices", "csr_array",
+                                  "dense float64", "dense float32"])
+def test_every_plain_input_form_takes_the_short_path(form, general_calls):
+    X, y = _stream(n_classes=3)
+    if form == "csr float32":
+        X = X.astype(np.float32)
+    elif form == "csr int64 indices":
+        X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    elif form == "csr_array":
+        X = sp.csr_array(X)
+    elif form.startswith("dense"):
+        X = X.toarray().astype(np.float32 if "32" in form else np.float64)
+    labels = np.array(["a", "b", "c"])[y]
+    quick, general = _twins(X, labels, ["a", "b", "c"], class_weight={"b": 2.5},
+                            loss="log_loss", fit_intercept=False)
+    del general_calls[:]
+    for rows in _chunks(X.shape[0], 10):
+        # labels as an array, a list, with classes repeated
+        quick.partial_fit(X[rows], labels[rows].tolist(), classes=["c", "b", "a"])
+        general.partial_fit(X[rows], labels[rows],
+                            sample_weight=np.ones(rows.stop - rows.start))
+    assert quick not in general_calls
+    _assert_same_model(quick, general)
+
+
+def test_changed_parameters_and_a_pickle_are_followed(general_calls):
+    """A parameter set between calls (the short path's Problems are then
+    rebuilt for it) and a model pickled mid-stream and resumed."""
+    X, y = _stream()
+    quick, general = _twins(X, y, [0, 1])
+    for rows in _chunks(X.shape[0], 10):
+        if rows.start == 40:
+            quick.set_params(eta=0.3, update="mirror_descent")
+            general.set_params(eta=0.3, update="mirror_descent")
+        if rows.start == 70:
+            quick = pickle.loads(pickle.dumps(quick))
+        if rows.start == 100:
+            quick.eta = general.eta = 0.05  # set directly, not by set_params
+        quick.partial_fit(X[rows], y[rows])
+        general.partial_fit(X[rows], y[rows], sample_weight=np.ones(rows.stop - rows.start))
+    _assert_same_model(quick, general)
+
+
+def _bad_calls(X, y):
+    row = X[3:4]
+    nan, huge = row.copy(), row.copy()
+    nan.data[0] = np.nan
+    huge.data[0] = 1e150
+    outside = sp.csr_matrix((row.data.copy(), row.indices.copy(), row.indptr.copy()),
+                            shape=row.shape)
+    outside.indices[0] = X.shape[1]
+    return {
+        "NaN": (nan, y[3:4], {}, "NaN"),
+        "overflowing value": (huge, y[3:4], {}, "would overflow"),
+        "index outside": (outside, y[3:4], {}, "Malformed sparse matrix"),
+        "width": (sp.csr_matrix((1, X.shape[1] + 1)), y[3:4], {}, "features"),
+        "unknown label": (row, np.array([7]), {}, "not in classes"),
+        "labels of another length": (row, y[3:5], {}, "inconsistent numbers"),
+        "2-d labels": (X[3:5], np.ones((2, 2), dtype=int), {}, "1d array"),
+        "other classes": (row, y[3:4], {"classes": [0, 1, 2]}, "is not the same"),
+        "negative weight": (row, y[3:4], {"sample_weight": [-1.0]}, "Negative"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_calls(*_stream())))
+def test_what_the_short_path_declines_gets_the_general_message(case):
+    X, y = _stream()
+    model = AdaGradClassifier(random_state=0).partial_fit(X[:10], y[:10], classes=[0, 1])
+    model.partial_fit(X[10:11], y[10:11])  # the short path is set up
+    before = pickle.dumps(model)
+    rows, labels, kwargs, message = _bad_calls(X, y)[case]
+    with pytest.raises(ValueError, match=message):
+        model.partial_fit(rows, labels, **kwargs)
+    assert pickle.dumps(model) == before
+
+
+def test_rows_the_short_path_does_not_take_as_they_are_are_learnt_by_the_general_one(
+        general_calls):
+    """Unsorted and repeated columns are valid input (repeats are summed):
+    the general path takes them, with the sorted row's result."""
+    X, y = _stream()
+    quick, general = _twins(X, y, [0, 1])
+    row = X[12:13]
+    order = np.argsort(-row.indices)
+    unsorted = sp.csr_matrix((row.data[order], row.indices[order], row.indptr),
+                             shape=row.shape)
+    halves = sp.csr_matrix((np.repeat(row.data / 2, 2), np.repeat(row.indices, 2),
+                            2 * row.indptr), shape=row.shape)
+    del general_calls[:]
+    quick.partial_fit(unsorted, y[12:13])
+    quick.partial_fit(halves, y[12:13])
+    assert general_calls == [quick, quick]
+    general.partial_fit(row, y[12:13])
+    general.partial_fit(row, y[12:13])
+    np.testing.assert_allclose(quick.coef_, general.coef_, rtol=1e-12, atol=1e-15)
+
+
+def test_a_short_call_that_overflows_the_state_raises_and_changes_nothing(general_calls):
+    """A step size so large that a pass makes mirror descent's weights
+    infinite: the short path takes its pass back and hands the call to the
+    general path, which raises."""
+    X, y = _stream()
+    model = AdaGradClassifier(eta=1e308, update="mirror_descent").partial_fit(
+        X[:1], y[:1], classes=[0, 1])
+    del general_calls[:]
+    for i in range(1, 30):
+        before = pickle.dumps(model)
+        try:
+            model.partial_fit(X[i:i + 1] * 1e100, y[i:i + 1])
+        except ValueError as exc:
+            assert "Floating-point overflow" in str(exc)
+            assert pickle.dumps(model) == before
+            assert general_calls == [model]  # only the failing call
+            return
+    pytest.fail("no pass overflowed")
+
+
+def test_a_later_problem_failing_takes_back_the_earlier_ones(monkeypatch, general_calls):
+    """One-vs-rest: when the pass of problem 1 fails, problem 0's is taken
+    back before the call goes to the general path, which then gives the
+    general model (problem 0 is not stepped twice)."""
+    X, y = _stream(n_classes=3)
+    quick, general = _twins(X, y, [0, 1, 2])
+    quick.partial_fit(X[10:11], y[10:11])
+    general.partial_fit(X[10:11], y[10:11], sample_weight=[1.0])
+    kernels = _short_calls._SPECIALISED[(np.dtype(np.float64), np.dtype(np.int32))]
+    passes = []
+
+    def failing_second(problem, *args):
+        result = kernels[1](problem, *args)
+        passes.append(result)
+        if len(passes) == 2:
+            problem.restore_columns()  # as the kernel does when it fails
+            return None
+        return result
+
+    monkeypatch.setitem(_short_calls._SPECIALISED,
+                        (np.dtype(np.float64), np.dtype(np.int32)),
+                        (kernels[0], failing_second, kernels[2]))
+    del general_calls[:]
+    quick.partial_fit(X[11:12], y[11:12])
+    general.partial_fit(X[11:12], y[11:12], sample_weight=[1.0])
+    assert len(passes) == 2 and general_calls == [quick, general]
+    _assert_same_model(quick, general)
+
+
+def test_an_interrupted_short_call_changes_nothing(monkeypatch):
+    X, y = _stream(n_classes=3)
+    model = AdaGradClassifier().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
+    model.partial_fit(X[10:11], y[10:11])
+    before = pickle.dumps(model)
+    kernels = _short_calls._SPECIALISED[(np.dtype(np.float64), np.dtype(np.int32))]
+    passes = []
+
+    def interrupted_after_two(problem, *args):
+        passes.append(kernels[1](problem, *args))
+        if len(passes) == 2:
+            raise KeyboardInterrupt
+        return passes[-1]
+
+    monkeypatch.setitem(_short_calls._SPECIALISED,
+                        (np.dtype(np.float64), np.dtype(np.int32)),
+                        (kernels[0], interrupted_after_two, kernels[2]))
+    with pytest.raises(KeyboardInterrupt):
+        model.partial_fit(X[11:12], y[11:12])
+    assert pickle.dumps(model) == before
