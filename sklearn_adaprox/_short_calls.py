@@ -26,6 +26,7 @@ arguments, so the model is bit for bit the one the general path gives:
   long as the estimator's state arrays, its weight rule and its parameters
   are those they were built for.
 """
+import operator
 import weakref
 
 import numpy as np
@@ -41,8 +42,10 @@ from ._dataset import plain_rows
 # dwarfs the general path's fixed cost, and its problems may run in threads.
 SHORT_CHUNK_ROWS = 1024
 
-# estimator -> its _ShortPath, dropped with the estimator
-_SHORT_PATHS = weakref.WeakKeyDictionary()
+# id(estimator) -> (weak reference to it, its _ShortPath), dropped with the
+# estimator (a plain dict: a WeakKeyDictionary's lookup costs a tenth of a
+# short call)
+_SHORT_PATHS = {}
 
 _CSR_TYPES = (sp.csr_matrix, sp.csr_array)
 # (plain_rows, run_epoch, csr_row_scores) for the dtypes of (data, indices):
@@ -57,8 +60,8 @@ _SPECIALISED = {
     for index, index_name in ((np.int32, "int32_t"), (np.int64, "int64_t"))
 }
 # what a short call changes besides the in-place arrays and loss_curve_
-_SCALARS = ("t_", "n_iter_", "_state_version", "intercept_", "intercept_sum_gradient_",
-            "intercept_sum_sq_gradient_")
+_SCALARS = ("t_", "intercept_", "intercept_sum_gradient_", "intercept_sum_sq_gradient_",
+            "n_iter_", "_state_version")
 # the row orders of the smallest chunks, read only (the kernels never write them)
 _ORDERS = [np.arange(n, dtype=np.int64) for n in range(17)]
 for _order in _ORDERS:
@@ -106,8 +109,7 @@ class _ShortPath:
         state = est.__dict__
         return (params == self.params and state.get("_rule") == self.rule
                 and (self.class_weight is None or est.class_weight == self.class_weight)
-                and all(state.get(name) is array
-                        for name, array in zip(self.array_names, self.arrays)))
+                and all(map(operator.is_, map(state.get, self.array_names), self.arrays)))
 
     def rows(self, X, csr_only=False):
         """``(data, indices, indptr, is_dense, largest |x|)`` of a plain X
@@ -155,9 +157,9 @@ def _short_path(est):
     if "accumulators_" not in state or "feature_names_in_" in state:
         return None
     params = _params(est)
-    path = _SHORT_PATHS.get(est)
-    if path is not None and path.serves(est, params):
-        return path
+    known = _SHORT_PATHS.get(id(est))
+    if known is not None and known[0]() is est and known[1].serves(est, params):
+        return known[1]
     if (est.verbose or not all(name in state for name in _SCALARS + ("loss_curve_",))
             or est._kernel().name != "elementwise"
             or state.get("_rule") != est._weight_rule()
@@ -176,7 +178,9 @@ def _short_path(est):
             check_class_weight_values(est.class_weight)
     except ValueError:
         return None
-    path = _SHORT_PATHS[est] = _ShortPath(est, params)
+    path = _ShortPath(est, params)
+    key = id(est)  # free again only once est is gone, and its entry with it
+    _SHORT_PATHS[key] = (weakref.ref(est, lambda _: _SHORT_PATHS.pop(key, None)), path)
     return path
 
 
@@ -220,18 +224,17 @@ def short_partial_fit(est, X, y, classes, sample_weight):
     order = _ORDERS[n_rows] if n_rows < len(_ORDERS) else np.arange(n_rows, dtype=np.int64)
 
     state = est.__dict__
-    old = {name: state[name] for name in _SCALARS}
+    old = tuple(map(state.__getitem__, _SCALARS))
+    t, intercept, sum_grad, sum_sq_grad = old[:4]
     curve = state["loss_curve_"]
     n_points = len(curve)
-    intercepts = (old["intercept_"], old["intercept_sum_gradient_"],
-                  old["intercept_sum_sq_gradient_"])
     results, started = [], 0
     try:
         for k, problem in enumerate(problems):
-            problem.t = old["t_"]
-            problem.intercept = intercepts[0][k]
-            problem.intercept_sum_grad = intercepts[1][k]
-            problem.intercept_sum_sq_grad = intercepts[2][k]
+            problem.t = t
+            problem.intercept = intercept[k]
+            problem.intercept_sum_grad = sum_grad[k]
+            problem.intercept_sum_sq_grad = sum_sq_grad[k]
             started += 1
             result = kernels[1](problem, data, indices, indptr, is_dense, path.n_features,
                                 targets[k], sample_weight, order, True)
@@ -244,17 +247,17 @@ def short_partial_fit(est, X, y, classes, sample_weight):
         for result in results[1:]:
             total_loss += result[0]
         curve.append(total_loss / total_weight if total_weight > 0 else np.nan)
-        # one update of the attribute dict: done whole or not at all
-        state.update(
-            t_=problems[0].t, n_iter_=1, _state_version=new_state_version(),
-            intercept_=np.array([p.intercept for p in problems]),
-            intercept_sum_gradient_=np.array([p.intercept_sum_grad for p in problems]),
-            intercept_sum_sq_gradient_=np.array([p.intercept_sum_sq_grad for p in problems]))
+        # new arrays, as the general path's copies; one update of the
+        # attribute dict, done whole or not at all
+        intercepts = np.array([[p.intercept for p in problems],
+                               [p.intercept_sum_grad for p in problems],
+                               [p.intercept_sum_sq_grad for p in problems]])
+        state.update(zip(_SCALARS, (problems[0].t, *intercepts, 1, new_state_version())))
     except BaseException:  # e.g. KeyboardInterrupt: back to the state before
         for problem in problems[:started]:
             problem.restore_columns()
         del curve[n_points:]
-        state.update(old)
+        state.update(zip(_SCALARS, old))
         raise
     return True
 
