@@ -59,9 +59,11 @@ _SPECIALISED = {
     for data, data_name in ((np.float64, "double"), (np.float32, "float"))
     for index, index_name in ((np.int32, "int32_t"), (np.int64, "int64_t"))
 }
-# what a short call changes besides the in-place arrays and loss_curve_
-_SCALARS = ("t_", "intercept_", "intercept_sum_gradient_", "intercept_sum_sq_gradient_",
-            "n_iter_", "_state_version")
+# what a short call changes besides the in-place arrays and loss_curve_: the
+# intercept's sums (in place, as the accumulators) and these (replaced, as a
+# general call does: a user may keep the intercept_ of each call)
+_INTERCEPT_SUMS = ("intercept_sum_gradient_", "intercept_sum_sq_gradient_")
+_SCALARS = ("t_", "n_iter_", "_state_version", "intercept_")
 # the row orders of the smallest chunks, read only (the kernels never write them)
 _ORDERS = [np.arange(n, dtype=np.int64) for n in range(17)]
 for _order in _ORDERS:
@@ -77,8 +79,10 @@ class _ShortPath:
         self.params = params
         self.class_weight = (dict(est.class_weight) if isinstance(est.class_weight, dict)
                              else None)  # a dict may change in place
-        self.rule = dict(state["_rule"])
-        self.array_names = est._in_place_arrays()
+        # the rule object itself: a general call replaces it (and the
+        # intercept arrays), short calls do not
+        self.rule = state["_rule"]
+        self.array_names = est._in_place_arrays() + _INTERCEPT_SUMS
         self.arrays = tuple(map(state.get, self.array_names))
         self.problems = [
             est._problem(k, self.rule, intercept=0.0, intercept_sum_grad=0.0,
@@ -107,7 +111,7 @@ class _ShortPath:
 
     def serves(self, est, params):
         state = est.__dict__
-        return (params == self.params and state.get("_rule") == self.rule
+        return (params == self.params and state.get("_rule") is self.rule
                 and (self.class_weight is None or est.class_weight == self.class_weight)
                 and all(map(operator.is_, map(state.get, self.array_names), self.arrays)))
 
@@ -137,16 +141,16 @@ class _ShortPath:
         return None if largest < 0 else (data, indices, indptr, is_dense, largest, kernels)
 
 
-_PARAM_NAMES = {}
+_PARAM_GETTERS = {}
 
 
 def _params(est):
     """The values of the estimator's parameters (compared by ``==``)."""
     cls = type(est)
-    names = _PARAM_NAMES.get(cls)
-    if names is None:
-        names = _PARAM_NAMES[cls] = tuple(cls._get_param_names())
-    return tuple(map(est.__dict__.get, names))
+    getter = _PARAM_GETTERS.get(cls)
+    if getter is None:
+        getter = _PARAM_GETTERS[cls] = operator.itemgetter(*cls._get_param_names())
+    return getter(est.__dict__)
 
 
 def _short_path(est):
@@ -156,17 +160,21 @@ def _short_path(est):
     state = est.__dict__
     if "accumulators_" not in state or "feature_names_in_" in state:
         return None
-    params = _params(est)
+    try:
+        params = _params(est)
+    except KeyError:  # a parameter deleted: the general path says what is wrong
+        return None
     known = _SHORT_PATHS.get(id(est))
     if known is not None and known[0]() is est and known[1].serves(est, params):
         return known[1]
-    if (est.verbose or not all(name in state for name in _SCALARS + ("loss_curve_",))
+    if (est.verbose
+            or not all(name in state for name in _SCALARS + _INTERCEPT_SUMS + ("loss_curve_",))
             or est._kernel().name != "elementwise"
             or state.get("_rule") != est._weight_rule()
             or ("md_weights_" in state) != (est.update == "mirror_descent")
             or est.class_weight == "balanced"):
         return None
-    for name in est._in_place_arrays():
+    for name in est._in_place_arrays() + _INTERCEPT_SUMS:
         array = state.get(name)
         if array is not None and not (array.flags.writeable and array.flags.c_contiguous):
             return None
@@ -225,16 +233,17 @@ def short_partial_fit(est, X, y, classes, sample_weight):
 
     state = est.__dict__
     old = tuple(map(state.__getitem__, _SCALARS))
-    t, intercept, sum_grad, sum_sq_grad = old[:4]
+    t, _, _, intercept = old
+    u, q = state["intercept_sum_gradient_"], state["intercept_sum_sq_gradient_"]
+    before = [(intercept[k], u[k], q[k]) for k in range(len(problems))]
     curve = state["loss_curve_"]
     n_points = len(curve)
     results, started = [], 0
     try:
         for k, problem in enumerate(problems):
             problem.t = t
-            problem.intercept = intercept[k]
-            problem.intercept_sum_grad = sum_grad[k]
-            problem.intercept_sum_sq_grad = sum_sq_grad[k]
+            problem.intercept, problem.intercept_sum_grad, problem.intercept_sum_sq_grad = (
+                before[k])
             started += 1
             result = kernels[1](problem, data, indices, indptr, is_dense, path.n_features,
                                 targets[k], sample_weight, order, True)
@@ -247,15 +256,16 @@ def short_partial_fit(est, X, y, classes, sample_weight):
         for result in results[1:]:
             total_loss += result[0]
         curve.append(total_loss / total_weight if total_weight > 0 else np.nan)
-        # new arrays, as the general path's copies; one update of the
-        # attribute dict, done whole or not at all
-        intercepts = np.array([[p.intercept for p in problems],
-                               [p.intercept_sum_grad for p in problems],
-                               [p.intercept_sum_sq_grad for p in problems]])
-        state.update(zip(_SCALARS, (problems[0].t, *intercepts, 1, new_state_version())))
+        for k, problem in enumerate(problems):
+            u[k] = problem.intercept_sum_grad
+            q[k] = problem.intercept_sum_sq_grad
+        state.update(zip(_SCALARS, (problems[0].t, 1, new_state_version(),
+                                    np.array([p.intercept for p in problems]))))
     except BaseException:  # e.g. KeyboardInterrupt: back to the state before
         for problem in problems[:started]:
             problem.restore_columns()
+        for k, (_, sum_grad, sum_sq_grad) in enumerate(before):
+            u[k], q[k] = sum_grad, sum_sq_grad
         del curve[n_points:]
         state.update(zip(_SCALARS, old))
         raise

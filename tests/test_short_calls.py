@@ -87,6 +87,12 @@ def test_short_calls_give_the_general_path_model(update, penalty, n_classes, gen
             (X[rows].toarray() @ general.coef_.T + general.intercept_).squeeze(axis=1)
             if n_classes == 2 else X[rows].toarray() @ general.coef_.T + general.intercept_,
             rtol=1e-12, atol=1e-14)
+    # intercept_ is a new array at every call, as the general path's: the
+    # one a user kept stays what it was
+    kept, value = quick.intercept_, quick.intercept_.copy()
+    quick.partial_fit(X[:1], y[:1])
+    assert quick.intercept_ is not kept
+    assert_array_equal(kept, value)
 
 
 @pytest.mark.parametrize("form", ["csr float32", "csr int64 indices", "csr_array",
