@@ -123,6 +123,7 @@ cdef class AdaGradProblem:
     cdef int64_t[::1] saved_columns
     cdef double[:, ::1] saved_values
     cdef int64_t[::1] saved_steps
+    cdef Py_ssize_t saved_capacity  # 0 until the first save: no buffers yet
     cdef Py_ssize_t n_saved
     cdef public double intercept
     cdef public double intercept_sum_grad
@@ -149,6 +150,7 @@ cdef class AdaGradProblem:
         self.w = w
         self.last_step = last_step
         self.row_w = np.empty(1)
+        self.saved_capacity = 0
         self.n_saved = 0
         self.intercept = intercept
         self.intercept_sum_grad = intercept_sum_grad
@@ -166,11 +168,12 @@ cdef class AdaGradProblem:
         return ftrl_weight(self.acc[j, 0], self.acc[j, 1], t, h)
 
     cdef int reserve_saved(self, Py_ssize_t n) except -1:
-        if self.saved_columns is None or self.saved_columns.shape[0] < n:
+        if self.saved_capacity < n:
             n = max(n, 64)
             self.saved_columns = np.empty(n, dtype=np.int64)
             self.saved_values = np.empty((n, 3))
             self.saved_steps = np.empty(n, dtype=np.int64)
+            self.saved_capacity = n
         return 0
 
     def restore_columns(self):
