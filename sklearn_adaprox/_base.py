@@ -683,8 +683,15 @@ def _class_index(y, classes):
     return y_index
 
 
-def check_class_weight_values(class_weight):
-    """ValueError unless every weight of the dict is a finite number >= 0."""
+def check_class_weight(class_weight, classes):
+    """ValueError unless the dict ``class_weight`` names only labels of
+    ``classes`` and every weight is a finite number >= 0."""
+    unknown = set(class_weight) - set(classes.tolist())
+    if unknown:
+        raise ValueError(
+            f"class_weight names labels {sorted(unknown, key=str)!r} "
+            f"that are not in classes {classes.tolist()!r}."
+        )
     try:
         values = np.asarray(list(class_weight.values()), dtype=np.float64)
     except (TypeError, ValueError):
@@ -823,13 +830,7 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
                 "sample of labels and pass them as a dict: class_weight={...}."
             )
         if isinstance(self.class_weight, dict):
-            unknown = set(self.class_weight) - set(all_classes.tolist())
-            if unknown:
-                raise ValueError(
-                    f"class_weight names labels {sorted(unknown, key=str)!r} "
-                    f"that are not in classes {all_classes.tolist()!r}."
-                )
-            check_class_weight_values(self.class_weight)
+            check_class_weight(self.class_weight, all_classes)
         if self.class_weight is not None:
             weight_per_class = compute_class_weight(
                 self.class_weight, classes=all_classes, y=y

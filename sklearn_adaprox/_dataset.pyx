@@ -467,12 +467,18 @@ def as_row_arrays(X):
             X.sum_duplicates()
             return as_row_arrays(X)
         return X.data, indices, indptr, False, n_features
-    index_dtype = np.int32 if n_features < np.iinfo(np.int32).max else np.int64
     # data is a view of X: ravel of a C-contiguous array does not copy.
     data = X.reshape(-1)
-    indices = np.arange(n_features, dtype=index_dtype)
-    indptr = np.zeros(1, dtype=index_dtype)  # unused for dense rows
+    indices = dense_row_indices(n_features)
+    indptr = np.zeros(1, dtype=indices.dtype)  # unused for dense rows
     return data, indices, indptr, True, n_features
+
+
+def dense_row_indices(Py_ssize_t n_features):
+    """The ``indices`` every dense row is passed with: ``arange(n_features)``,
+    int32 when it fits."""
+    return np.arange(n_features,
+                     dtype=np.int32 if n_features < np.iinfo(np.int32).max else np.int64)
 
 
 cdef RowPass _scanned_rows(const floating[::1] X_data,

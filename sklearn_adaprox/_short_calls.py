@@ -35,8 +35,8 @@ from joblib import effective_n_jobs
 from sklearn.utils.class_weight import compute_class_weight
 
 from . import _adagrad_fast
-from ._base import SCALE_LIMIT, check_class_weight_values, new_state_version
-from ._dataset import plain_rows
+from ._base import SCALE_LIMIT, check_class_weight, new_state_version
+from ._dataset import dense_row_indices, plain_rows
 
 # Chunks up to this many rows take the short path; a larger chunk's own work
 # dwarfs the general path's fixed cost, and its problems may run in threads.
@@ -116,16 +116,17 @@ class _ShortPath:
                 and all(map(operator.is_, map(state.get, self.array_names), self.arrays)))
 
     def rows(self, X, csr_only=False):
-        """``(data, indices, indptr, is_dense, largest |x|)`` of a plain X
-        (see the module docstring), or None."""
+        """``(data, indices, indptr, is_dense, largest |x|, kernels)`` of a
+        plain X (see the module docstring; ``kernels``: the row of
+        ``_SPECIALISED`` for its dtypes), or None.  ``csr_only``: dense X
+        is None too."""
         if type(X) in _CSR_TYPES:
             data, indices, indptr, is_dense = X.data, X.indices, X.indptr, False
         elif csr_only or type(X) is not np.ndarray or X.ndim != 2 or not X.flags.c_contiguous:
             return None
         else:
-            if self.dense_columns is None:  # what as_row_arrays passes
-                self.dense_columns = np.arange(self.n_features, dtype=(
-                    np.int32 if self.n_features < np.iinfo(np.int32).max else np.int64))
+            if self.dense_columns is None:
+                self.dense_columns = dense_row_indices(self.n_features)
             data, indices, is_dense = X.reshape(-1), self.dense_columns, True
             indptr = indices[:1]  # unused, of the indices' type
         n_rows, n_features = X.shape
@@ -181,10 +182,8 @@ def _short_path(est):
     try:
         est._check_options(est.n_features_in_, len(est.classes_), False)
         if isinstance(est.class_weight, dict):
-            if set(est.class_weight) - set(est.classes_.tolist()):
-                return None  # the general path names the unknown labels
-            check_class_weight_values(est.class_weight)
-    except ValueError:
+            check_class_weight(est.class_weight, est.classes_)
+    except ValueError:  # the general path raises it
         return None
     path = _ShortPath(est, params)
     key = id(est)  # free again only once est is gone, and its entry with it
