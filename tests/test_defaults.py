@@ -26,14 +26,14 @@ from sklearn_adaprox.datasets import load_a9a, load_sms_spam
 # implicit FTRL: beta="auto"
 def auto_beta_reference(X, y, sample_weight, *, fit_intercept, regression):
     """The documented rule: c * target scale / row scale, both weighted
-    root mean squares (rows with the intercept's constant 1); c = 10 for a
-    classifier (target scale 1), 1 for a regressor."""
+    root mean squares (rows with the intercept's constant 1); c = 20 for a
+    classifier (target scale 1), 2 for a regressor."""
     X = X.toarray() if sp.issparse(X) else X
     sq_norms = (X.astype(np.float64) ** 2).sum(axis=1) + (1.0 if fit_intercept else 0.0)
     total = sample_weight.sum()
     row_scale = np.sqrt(np.dot(sample_weight, sq_norms) / total)
     target_scale = np.sqrt(np.dot(sample_weight, y**2) / total) if regression else 1.0
-    return (1.0 if regression else 10.0) * target_scale / row_scale
+    return (2.0 if regression else 20.0) * target_scale / row_scale
 
 
 @pytest.fixture
