@@ -146,9 +146,11 @@ cdef class RDAProblem:
     read back through the attributes.  ``switch_from`` and ``tau`` are the
     call's switching rule: a pass stops after a step ``t >= switch_from``
     once ``tau`` consecutive iterates kept one sign pattern (the defaults
-    never switch).  The sign pattern and the heap are
-    rebuilt from ``(u, t)`` here (O(d log d), once per call) and are never
-    kept as fitted state.
+    never switch); ``switch_from`` may be moved between passes.  The sign
+    pattern and the heap are rebuilt from ``(u, t)`` here (O(d log d)) and
+    are never kept as fitted state; a pass leaves them as a rebuild would
+    (the exit steps are exact), so the passes of one call share one
+    problem as long as nothing else writes ``sum_grad``.
     """
     cdef Loss loss
     cdef double gamma
@@ -160,7 +162,7 @@ cdef class RDAProblem:
     cdef int64_t[::1] pos
     cdef int64_t[::1] key
     cdef Py_ssize_t heap_size
-    cdef int64_t switch_from
+    cdef public int64_t switch_from
     cdef int64_t tau
     cdef public double intercept_sum_grad
     cdef public int64_t t

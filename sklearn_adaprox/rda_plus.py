@@ -553,13 +553,18 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         best, no_improvement = np.inf, 0  # best violation seen
         converged = False
         stop = "max_iter"
+        # One kernel problem for every pass of this fit: only its passes
+        # write the sums, so its sign pattern and heap stay valid, and a
+        # rebuild (a scan and four arrays of n_features: 6-7 ms at 2**20
+        # columns) is paid once instead of per epoch and per switch.
+        problem = self._problem(k, switch_from)
         for _ in range(self.max_iter):
             best_before = best
             switched_in_epoch = False
             order = pass_order(n, rng, self.shuffle)
             pos, loss, weight = 0, 0.0, 0.0
             while pos < n:
-                problem = self._problem(k, switch_from)
+                problem.switch_from = switch_from
                 l_, w_, pos, switched = run_epoch(problem, *rows, y, sw, order, pos)
                 self._save_problem(k, problem)
                 loss += l_

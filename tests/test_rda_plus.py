@@ -87,7 +87,11 @@ def test_exit_step_is_exact_at_the_boundary():
 # ----------------------------------------------------------------------
 # 2. support tracking == brute-force scan, at every step
 @pytest.mark.parametrize("layout", ["dense", "csr"])
-def test_support_tracking_equals_brute_force_scan(small_sparse_problem, layout):
+@pytest.mark.parametrize("rebuild", [True, False])
+def test_support_tracking_equals_brute_force_scan(small_sparse_problem, layout, rebuild):
+    """In three calls, the sign pattern and heap rebuilt from (u, t) at
+    each (as partial_fit does) or one problem continued (as fit's passes
+    do): both equal the brute-force scan at every step."""
     X, y, sw = small_sparse_problem
     gamma, lam = 0.5, 0.03
     order = np.r_[np.arange(300), np.random.RandomState(2).permutation(300)].astype(np.int64)
@@ -97,11 +101,12 @@ def test_support_tracking_equals_brute_force_scan(small_sparse_problem, layout):
     u = np.zeros(X.shape[1])
     state = dict(u_b=0.0, t=0, last=0)
     trace = np.zeros((order.shape[0], 2), dtype=np.int64)
-    # in three calls: the heap is rebuilt from (u, t) at each
+    problem = None
     for lo, hi in [(0, 100), (100, 401), (401, 600)]:
-        problem = RDAProblem(loss=Log(), gamma=gamma, l1=lam, fit_intercept=True,
-                             sum_grad=u, intercept_sum_grad=state["u_b"], t=state["t"],
-                             last_change=state["last"])
+        if rebuild or problem is None:
+            problem = RDAProblem(loss=Log(), gamma=gamma, l1=lam, fit_intercept=True,
+                                 sum_grad=u, intercept_sum_grad=state["u_b"],
+                                 t=state["t"], last_change=state["last"])
         part = np.zeros((hi - lo, 2), dtype=np.int64)
         run_epoch_instrumented(problem, *rows, y, sw, order[lo:hi], 0, part)
         trace[lo:hi] = part
@@ -150,6 +155,13 @@ def test_kernel_stops_at_tau_stable_iterates(small_sparse_problem):
     ok = (steps >= switch_from) & (steps - ref["changes"] + 1 >= tau) & (sw[order] != 0)
     assert pos == np.flatnonzero(ok)[0] + 1
     assert problem.t == steps[pos - 1]
+    # fit moves switch_from on a problem it keeps: the next switch is the
+    # first step past the new switch_from, as for a problem built with it
+    problem.switch_from = 600
+    _, _, pos2, switched = run_epoch(problem, *as_row_arrays(X), y, sw, order, pos)
+    assert switched
+    later = ok & (steps >= 600)
+    assert pos2 == np.flatnonzero(later)[0] + 1
 
 
 # ----------------------------------------------------------------------
