@@ -186,13 +186,17 @@ cdef class PairwiseAUCProblem:
     cdef double scale_mant          # P now
     cdef int64_t scale_exp
     cdef Py_ssize_t window          # J: steps a stamp stays live
-    cdef Py_ssize_t stamp_slots     # J + 1: ring of the live stamps
     cdef Py_ssize_t block_len       # K
     cdef Py_ssize_t block_slots     # ring of the live blocks
     cdef double[::1] theta_pow      # theta^n, n = 0 .. J + K + 1
     cdef double[::1] theta_inv_pow  # theta^(1-n), n = 0 .. K - 1
     cdef double[::1] block_sum      # F_b(k) of the live blocks, slot (b - first_step) / K % block_slots
-    cdef double[::1] stamp_block_sum  # F_b(s) of the live stamps, slot s % stamp_slots
+    # per stamp s (index s - first_step), what live_b reads of it, set when
+    # the stamp opens: F_b(s), the ring slot of its block b and
+    # theta^(1-(s-b)) (no integer division per catch-up)
+    cdef double[::1] stamp_block_sum
+    cdef int64_t[::1] stamp_block_slot
+    cdef double[::1] stamp_theta_inv
     cdef double[::1] archived_b     # B of the expired stamps (index s - first_step)
     cdef double[::1] archived_scale_mant  # P when the stamp expired
     cdef int64_t[::1] archived_scale_exp
@@ -279,7 +283,6 @@ cdef class PairwiseAUCProblem:
         self.step_scale_mant = np.ones(n_rows + 1, dtype=np.float64)
         self.step_scale_exp = np.zeros(n_rows + 1, dtype=np.int64)
         self.window = momentum_window(self.theta)
-        self.stamp_slots = self.window + 1
         self.block_len = block_length(self.theta)
         self.block_slots = (self.window + self.block_len) // self.block_len + 4
         self.theta_pow = self.theta ** np.arange(self.window + self.block_len + 2,
@@ -292,7 +295,10 @@ cdef class PairwiseAUCProblem:
             self.theta_inv_pow = np.zeros(1, dtype=np.float64)
         # stamp first_step opens its block with F = 0 and P = 1
         self.block_sum = np.zeros(self.block_slots, dtype=np.float64)
-        self.stamp_block_sum = np.zeros(self.stamp_slots, dtype=np.float64)
+        self.stamp_block_sum = np.zeros(n_rows + 1, dtype=np.float64)
+        self.stamp_block_slot = np.zeros(n_rows + 1, dtype=np.int64)
+        self.stamp_theta_inv = np.zeros(n_rows + 1, dtype=np.float64)
+        self.stamp_theta_inv[0] = self.theta_inv_pow[0]
         self.archived_b = np.zeros(n_rows + 1, dtype=np.float64)
         self.archived_scale_mant = np.ones(n_rows + 1, dtype=np.float64)
         self.archived_scale_exp = np.zeros(n_rows + 1, dtype=np.int64)
@@ -354,11 +360,9 @@ cdef class PairwiseAUCProblem:
         theta^(1-(s-b)) (F_b(k) - (P_k / P_s) F_b(s)).  The subtraction
         loses at most a factor theta^-(s-b) < 2^10 of relative precision.
         """
-        cdef int64_t block = (s - self.first_step) // self.block_len
-        cdef int64_t offset = (s - self.first_step) - block * self.block_len
-        return self.theta_inv_pow[offset] * (
-            self.block_sum[block % self.block_slots]
-            - ratio * self.stamp_block_sum[s % self.stamp_slots])
+        cdef int64_t at = s - self.first_step
+        return self.stamp_theta_inv[at] * (
+            self.block_sum[self.stamp_block_slot[at]] - ratio * self.stamp_block_sum[at])
 
     cdef inline void range_sums(self, int64_t s, int64_t k, double* Q, double* C) noexcept nogil:
         """Q(s, k) and C(s, k): the composed maps of steps s .. k - 1."""
@@ -381,7 +385,9 @@ cdef class PairwiseAUCProblem:
         if self.average:
             self.range_sums(s, k, &Q, &C)
             self.coef_sum[j] += self.coef[j] * Q
-        ratio = self.scale_since(self.step_scale_mant[offset], self.step_scale_exp[offset])
+        # without a projection P stays 1 (the ratio would be 1.0 exactly)
+        ratio = (self.scale_since(self.step_scale_mant[offset], self.step_scale_exp[offset])
+                 if self.project else 1.0)
         w = self.coef[j] * ratio
         m = self.momentum[j]
         if m != 0.0:
@@ -435,25 +441,24 @@ cdef class PairwiseAUCProblem:
 
     # -- the steps of one sample k, in the order run_epoch takes them -------
 
-    cdef inline void measure_union(self) noexcept nogil:
-        """<w_k, D>, ||D||^2 and the union's part of the projection's
-        running scalars, once the union is current."""
-        cdef Py_ssize_t q, j
-        cdef double c
-        cdef double* w = &self.coef[0]
-        cdef double* mom = &self.momentum[0]
-        self.pair_margin = 0.0
-        self.sq_norm_diff = 0.0
-        self.union_dot_old = 0.0
-        self.union_sq_old = 0.0
-        for q in range(self.union_nnz):
-            j = self.union_index[q]
-            self.pair_margin += w[j] * self.union_diff[q]
-            self.sq_norm_diff += self.union_diff[q] * self.union_diff[q]
-            if self.project:
-                c = self.coord_step(j)
-                self.union_dot_old += c * w[j] * mom[j]
-                self.union_sq_old += c * c * mom[j] * mom[j]
+    cdef inline void add_to_union(self, Py_ssize_t j, double diff, int64_t k) noexcept nogil:
+        """Bring coordinate j of the union to the start of step k, list it
+        with its entry of D, and add it to <w_k, D>, ||D||^2 and the union's
+        part of the projection's running scalars (in the order of the list:
+        one pass over the union where there were two)."""
+        cdef double c, w, m
+        self.catch_up(j, k)
+        self.union_index[self.union_nnz] = j
+        self.union_diff[self.union_nnz] = diff
+        self.union_nnz += 1
+        w = self.coef[j]
+        self.pair_margin += w * diff
+        self.sq_norm_diff += diff * diff
+        if self.project:
+            c = self.coord_step(j)
+            m = self.momentum[j]
+            self.union_dot_old += c * w * m
+            self.union_sq_old += c * c * m * m
 
     cdef inline double pair_gradient(self, double label, double weight,
                                      double* sum_loss, double* sum_weight) noexcept nogil:
@@ -540,6 +545,25 @@ cdef class PairwiseAUCProblem:
         self.coef_dot_step = rho * (self.coef_dot_step - gamma * self.sq_norm_step)
         return rho
 
+    cdef inline void step_union(self, int64_t k, double d, double gamma) noexcept nogil:
+        """``update_momentum`` then ``move_union`` in one pass over the
+        union, without a projection (rho = 1, no running scalars to keep):
+        each coordinate takes the same operations in the same order."""
+        cdef Py_ssize_t q, j
+        cdef double g
+        cdef double* w = &self.coef[0]
+        cdef double* mom = &self.momentum[0]
+        cdef double* ssq = &self.sum_sq_gradient[0]
+        for q in range(self.union_nnz):
+            j = self.union_index[q]
+            g = d * self.union_diff[q]
+            ssq[j] += g * g
+            mom[j] = self.theta * mom[j] + (1.0 - self.theta) * g
+            w[j] = w[j] - gamma * self.coord_step(j) * mom[j]
+            if self.average:
+                self.coef_sum[j] += w[j]
+            self.set_stamp(j, k - self.first_step, k + 1 - self.first_step)
+
     cdef inline void move_union(self, int64_t k, double rho, double gamma) noexcept nogil:
         """Take the step on the union coordinates and stamp them at k + 1;
         every other coordinate takes it through the scale P."""
@@ -571,12 +595,15 @@ cdef class PairwiseAUCProblem:
             oldest_block = last_block - (self.window + K) // K - 1
             if oldest_block < 0:
                 oldest_block = 0
+            slot = oldest_block % self.block_slots  # then stepped along the ring
             for block in range(oldest_block, last_block + 1):
                 block_start = first + block * K
                 if k - block_start <= self.window + K:
-                    slot = block % self.block_slots
                     self.block_sum[slot] = rho * (self.block_sum[slot]
                                                   + self.theta_pow[k - block_start] * gamma)
+                slot += 1
+                if slot == self.block_slots:
+                    slot = 0
         expired = k - self.window
         if expired >= first:
             self.archived_b[expired - first] = self.live_b(
@@ -586,9 +613,12 @@ cdef class PairwiseAUCProblem:
             self.archived_scale_exp[expired - first] = self.scale_exp
         # the sum of a block that starts at k + 1 is still empty
         block = (k + 1 - first) // K
+        slot = block % self.block_slots
         if k + 1 == first + block * K:
-            self.block_sum[block % self.block_slots] = 0.0
-        self.stamp_block_sum[(k + 1) % self.stamp_slots] = self.block_sum[block % self.block_slots]
+            self.block_sum[slot] = 0.0
+        self.stamp_block_sum[k + 1 - first] = self.block_sum[slot]
+        self.stamp_block_slot[k + 1 - first] = slot
+        self.stamp_theta_inv[k + 1 - first] = self.theta_inv_pow[k + 1 - first - block * K]
         self.step_scale_mant[k + 1 - first] = self.scale_mant
         self.step_scale_exp[k + 1 - first] = self.scale_exp
 
@@ -605,30 +635,28 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
                                 const index_t* row_indices, Py_ssize_t nnz,
                                 int64_t k) noexcept nogil:
     """Bring the union of the supports of sample k and its partner up to
-    the start of step k and list it with D = a_k - a_{k-1}; returns <w_k, a_k>."""
-    cdef Py_ssize_t q, j, n_union = 0
+    the start of step k, list it with D = a_k - a_{k-1} and measure it
+    (``add_to_union``); returns <w_k, a_k>."""
+    cdef Py_ssize_t q, j
     cdef double score = 0.0
     cdef double* w = &problem.coef[0]
     cdef double* partner = &problem.partner_dense[0]
+    problem.union_nnz = 0
+    problem.pair_margin = 0.0
+    problem.sq_norm_diff = 0.0
+    problem.union_dot_old = 0.0
+    problem.union_sq_old = 0.0
     for q in range(nnz):
         j = row_indices[q]
         problem.in_row[j] = 1
-        problem.catch_up(j, k)
-        problem.union_index[n_union] = j
-        problem.union_diff[n_union] = row_data[q] - partner[j]
+        problem.add_to_union(j, row_data[q] - partner[j], k)
         score += w[j] * row_data[q]
-        n_union += 1
     for q in range(problem.partner_nnz):
         j = problem.partner_indices[q]
-        if problem.in_row[j]:
-            continue
-        problem.catch_up(j, k)
-        problem.union_index[n_union] = j
-        problem.union_diff[n_union] = -partner[j]
-        n_union += 1
+        if not problem.in_row[j]:
+            problem.add_to_union(j, -partner[j], k)
     for q in range(nnz):
         problem.in_row[row_indices[q]] = 0
-    problem.union_nnz = n_union
     return score
 
 
@@ -708,16 +736,19 @@ def run_epoch(PairwiseAUCProblem problem,
             k = problem.t + 1
 
             score = gather_union(problem, row_data, row_indices, nnz, k)
-            problem.measure_union()
             d = problem.pair_gradient(label, sw, &sum_loss, &sum_weight)
             if problem.average and problem.n_averaged > 0:
                 score = averaged_score(problem, row_data, row_indices, nnz)
             problem.add_score(label, sw, k, score)
 
             gamma = problem.global_step(k)
-            problem.update_momentum(d)
-            rho = problem.projection_factor(gamma)
-            problem.move_union(k, rho, gamma)
+            if problem.project:
+                problem.update_momentum(d)
+                rho = problem.projection_factor(gamma)
+                problem.move_union(k, rho, gamma)
+            else:
+                rho = 1.0
+                problem.step_union(k, d, gamma)
             problem.advance_idle(k, rho, gamma)
             if problem.average:
                 problem.record_step_map(k, rho, gamma)
