@@ -545,25 +545,6 @@ cdef class PairwiseAUCProblem:
         self.coef_dot_step = rho * (self.coef_dot_step - gamma * self.sq_norm_step)
         return rho
 
-    cdef inline void step_union(self, int64_t k, double d, double gamma) noexcept nogil:
-        """``update_momentum`` then ``move_union`` in one pass over the
-        union, without a projection (rho = 1, no running scalars to keep):
-        each coordinate takes the same operations in the same order."""
-        cdef Py_ssize_t q, j
-        cdef double g
-        cdef double* w = &self.coef[0]
-        cdef double* mom = &self.momentum[0]
-        cdef double* ssq = &self.sum_sq_gradient[0]
-        for q in range(self.union_nnz):
-            j = self.union_index[q]
-            g = d * self.union_diff[q]
-            ssq[j] += g * g
-            mom[j] = self.theta * mom[j] + (1.0 - self.theta) * g
-            w[j] = w[j] - gamma * self.coord_step(j) * mom[j]
-            if self.average:
-                self.coef_sum[j] += w[j]
-            self.set_stamp(j, k - self.first_step, k + 1 - self.first_step)
-
     cdef inline void move_union(self, int64_t k, double rho, double gamma) noexcept nogil:
         """Take the step on the union coordinates and stamp them at k + 1;
         every other coordinate takes it through the scale P."""
@@ -742,13 +723,9 @@ def run_epoch(PairwiseAUCProblem problem,
             problem.add_score(label, sw, k, score)
 
             gamma = problem.global_step(k)
-            if problem.project:
-                problem.update_momentum(d)
-                rho = problem.projection_factor(gamma)
-                problem.move_union(k, rho, gamma)
-            else:
-                rho = 1.0
-                problem.step_union(k, d, gamma)
+            problem.update_momentum(d)
+            rho = problem.projection_factor(gamma)
+            problem.move_union(k, rho, gamma)
             problem.advance_idle(k, rho, gamma)
             if problem.average:
                 problem.record_step_map(k, rho, gamma)
