@@ -314,7 +314,8 @@ class _PairwiseAUCRule(_Rule):
                 "w": target.iterate_, "m": target.momentum_}
 
     def latest(self, est):
-        return {"last_sample_indices_": np.array(est.last_sample_indices_),
+        return {"eta_": np.array(est.eta_),
+                "last_sample_indices_": np.array(est.last_sample_indices_),
                 "last_sample_values_": np.array(est.last_sample_values_),
                 "last_sample_label_": float(est.last_sample_label_),
                 "last_sample_weight_": float(est.last_sample_weight_)}

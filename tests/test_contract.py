@@ -23,6 +23,7 @@ from sklearn_adaprox import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 from sklearn_adaprox import PairwiseAUCClassifier
 from sklearn_adaprox import RDAPlusClassifier
 from sklearn_adaprox.datasets import load_a9a
+from sklearn_adaprox.merge import resolved_attributes
 
 CONTRACT_ESTIMATORS = [
     AdaGradClassifier(random_state=0),
@@ -246,7 +247,12 @@ def test_dense_equals_csr(est, data, request):
 def test_partial_fit_chunks_equal_one_epoch(est, data, request):
     X, y = request.getfixturevalue(data)
     whole = _one_epoch(est).fit(X, y)
-    chunked = _one_epoch(est)
+    # a value resolved from the data of the first call ("auto") is resolved
+    # from all the rows by fit and from the first chunk by partial_fit
+    # (documented): the chunks start from the value fit resolved
+    pinned = {attr.rstrip("_"): float(np.ravel(getattr(whole, attr))[0])
+              for attr in resolved_attributes(whole)}
+    chunked = _one_epoch(est, **pinned)
     n = X.shape[0]
     bounds = [0, 7, n // 3, n // 3 + 1, n - 5, n]
     for lo, hi in zip(bounds[:-1], bounds[1:]):

@@ -159,6 +159,90 @@ def test_auto_alpha_per_one_vs_rest_problem():
 
 
 # ----------------------------------------------------------------------------
+# pairwise AUC: eta="auto"
+def auto_eta_reference(X, sample_weight, algorithm, adaptive="norm"):
+    """The documented rule: c / s**p, s the root mean square of the norms
+    of the rows of non-zero weight; p = 1 (AOGD), 2 (OGD), 0 (strongly
+    convex AOGD); c = 4, or 0.5 for AOGD's per-coordinate steps."""
+    X = X.toarray() if sp.issparse(X) else X
+    sq_norms = (X.astype(np.float64) ** 2).sum(axis=1)[sample_weight != 0]
+    power = {"aogd": 1, "ogd": 2, "aogd_strongly_convex": 0}[algorithm]
+    c = 0.5 if adaptive == "coordinate" and algorithm != "ogd" else 4.0
+    return c / np.sqrt(sq_norms.mean()) ** power
+
+
+def _pairwise_problem():
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 12) * rng.uniform(0.5, 3.0, 12)
+    X[rng.rand(*X.shape) < 0.5] = 0.0
+    y = np.where(X @ rng.randn(12) + 0.5 * rng.randn(200) > 0, 1, -1)
+    sample_weight = rng.uniform(0.0, 2.0, 200)
+    sample_weight[:7] = 0.0
+    return X, y, sample_weight
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+@pytest.mark.parametrize("adaptive", ["norm", "coordinate"])
+@pytest.mark.parametrize("algorithm", ["aogd", "ogd", "aogd_strongly_convex"])
+def test_auto_eta_follows_its_definition(layout, algorithm, adaptive):
+    X, y, sample_weight = _pairwise_problem()
+    Xl = sp.csr_matrix(X) if layout == "csr" else X
+    params = dict(algorithm=algorithm, adaptive=adaptive, max_iter=1, tol=None,
+                  random_state=0)
+    est = PairwiseAUCClassifier(loss="square", **params)
+    est.fit(Xl, y, sample_weight=sample_weight)
+    expected = auto_eta_reference(X, sample_weight, algorithm, adaptive)
+    assert_allclose(est.eta_, [expected], rtol=1e-13)
+    # the model is the one of that eta given explicitly
+    explicit = PairwiseAUCClassifier(loss="square", eta=expected, **params)
+    explicit.fit(Xl, y, sample_weight=sample_weight)
+    assert_allclose(explicit.coef_, est.coef_, rtol=1e-12, atol=1e-15)
+    # class weights multiply the pairs, not the rows' scale: the same step
+    balanced = PairwiseAUCClassifier(class_weight={1: 3.0}, **params)
+    assert_allclose(balanced.fit(Xl, y, sample_weight=sample_weight).eta_, [expected],
+                    rtol=1e-13)
+
+
+def test_auto_eta_is_fixed_by_the_first_call_and_explicit_eta_is_kept():
+    X, y, _ = _pairwise_problem()
+    est = PairwiseAUCClassifier(random_state=0)
+    est.partial_fit(X[:50], y[:50], classes=[-1, 1], sample_weight=np.zeros(50))
+    assert np.isnan(est.eta_[0])  # nothing learnt yet: not resolved
+    est.partial_fit(X[:50], y[:50])
+    first = auto_eta_reference(X[:50], np.ones(50), "aogd")
+    assert_allclose(est.eta_, [first], rtol=1e-13)
+    est.partial_fit(10 * X[50:], y[50:])  # rows of another scale: eta stays
+    assert_allclose(est.eta_, [first], rtol=1e-13)
+    # a new fit resolves it again, from all of its data
+    est.fit(X, y)
+    assert_allclose(est.eta_, [auto_eta_reference(X, np.ones(200), "aogd")], rtol=1e-13)
+    assert PairwiseAUCClassifier(eta=0.25).fit(X, y).eta_[0] == 0.25
+
+
+@pytest.mark.parametrize("params", [
+    dict(), dict(adaptive="coordinate", average=True), dict(algorithm="ogd"),
+    dict(algorithm="aogd_strongly_convex", loss="square"), dict(loss="log_loss"),
+], ids=repr)
+def test_auto_eta_makes_the_model_equivariant_to_scale(params):
+    """X times a: weights divided by a, the same scores and threshold
+    (powers of two: every rescaled operation is exact; 3: to round-off)."""
+    X, y, _ = _pairwise_problem()
+    params = dict(params, max_iter=3, tol=None, random_state=0)
+    base = PairwiseAUCClassifier(**params).fit(X, y)
+    for a, rtol in ((4.0, 1e-13), (2.0**-5, 1e-13), (3.0, 1e-9)):
+        scaled = PairwiseAUCClassifier(**params).fit(a * X, y)
+        assert_allclose(scaled.coef_, base.coef_ / a, rtol=rtol, atol=0)
+        assert_allclose(scaled.decision_function(a * X), base.decision_function(X),
+                        rtol=rtol, atol=1e-12)
+    if params.get("algorithm") == "aogd_strongly_convex":
+        return  # its step eta m / v scales as 1 / X already: "auto" is 4
+    # a fixed eta is not: its steps are too large or too small for one scale
+    fixed = dict(params, eta=1.0)
+    assert not np.allclose(PairwiseAUCClassifier(**fixed).fit(4.0 * X, y).coef_,
+                           PairwiseAUCClassifier(**fixed).fit(X, y).coef_ / 4.0)
+
+
+# ----------------------------------------------------------------------------
 # the defaults beside scikit-learn's, loose thresholds on bundled real data
 def _sms_tfidf():
     texts, labels = load_sms_spam()

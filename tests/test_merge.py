@@ -289,6 +289,10 @@ def test_incompatible_models_are_refused(data):
     f1 = ImplicitFTRLClassifier().partial_fit(X[:50], y[:50], classes=[-1.0, 1.0])
     f2 = ImplicitFTRLClassifier().partial_fit(3 * X[50:], y[50:], classes=[-1.0, 1.0])
     _check_refused([f1, f2], "resolved (beta_|G_)")
+    # the pairwise AUC step eta="auto", from rows of different scales
+    p1 = PairwiseAUCClassifier().partial_fit(X[:50], y[:50], classes=[-1.0, 1.0])
+    p2 = PairwiseAUCClassifier().partial_fit(3 * X[50:], y[50:], classes=[-1.0, 1.0])
+    _check_refused([p1, p2], "resolved eta_")
 
 
 def test_resolved_params_of_the_class_are_compared(data, monkeypatch):
@@ -318,6 +322,22 @@ def test_threads_one_shard_is_the_in_memory_fit(data):
     assert_array_equal(trainer.estimator_.G_, memory.G_)
     assert trainer.estimator_.G is None
     assert trainer.resolved_params_ == {"beta": memory.beta_[0], "G": memory.G_[0]}
+
+
+def test_threads_pin_the_pairwise_step_resolved_from_the_first_shard(data):
+    from sklearn_adaprox.distributed import ThreadShardedTrainer
+
+    X, y, _ = data
+    est = PairwiseAUCClassifier()  # eta="auto": resolved, pinned, restored
+    trainer = ThreadShardedTrainer(est, n_shards=1, max_iter=3, shuffle=False).fit(X, y)
+    memory = clone(est).set_params(shuffle=False, tol=None, max_iter=3).fit(X, y)
+    assert_array_equal(trainer.estimator_.iterate_, memory.iterate_)
+    assert_array_equal(trainer.estimator_.eta_, memory.eta_)
+    assert trainer.estimator_.eta == "auto"
+    assert trainer.resolved_params_ == {"eta": memory.eta_[0]}
+    # two shards step with the value resolved from all the rows, as fit's
+    two = ThreadShardedTrainer(est, n_shards=2, max_iter=2, shuffle=False).fit(X, y)
+    assert_array_equal(two.estimator_.eta_, memory.eta_)
 
 
 @pytest.mark.parametrize("update", ["dual_averaging", "mirror_descent"])

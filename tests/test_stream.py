@@ -321,9 +321,9 @@ ESTIMATORS = [
     # the Newton local phase is scheduled by call sizes: compare the
     # dual-averaging phase
     RDAPlusClassifier(alpha=1e-3, local_phase=False),
-    # G is estimated from the first call's data unless given
+    # G, beta and eta are resolved from the first call's data unless given
     ImplicitFTRLClassifier(G=2.0, beta=1.0),
-    PairwiseAUCClassifier(),
+    PairwiseAUCClassifier(eta=1.0),
     ImplicitFTRLRegressor(G=5.0, beta=1.0),
 ]
 
