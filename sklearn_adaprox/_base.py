@@ -32,6 +32,7 @@ exception the estimator is exactly what it was before the call.
 """
 import contextlib
 import copy
+import functools
 import math
 import os
 import random
@@ -59,6 +60,7 @@ from ._dataset import (
     as_row_arrays,
     check_sparse_structure,
     csr_scores,
+    first_nonfinite,
     shuffled_order,
     touched_columns,
 )
@@ -130,16 +132,9 @@ SCALE_LIMIT = 1e140
 
 
 def all_finite(values):
-    """True if no entry of the array is NaN or infinite.  A finite sum
-    proves it (NaN and infinities propagate through a sum) in one pass
-    without a temporary; only a sum that overflows or is not finite is
-    followed by the exact test, in blocks so that no mask of the array's
-    size is allocated."""
-    if np.isfinite(values.sum()):
-        return True
-    flat = values.reshape(-1)
-    return all(np.isfinite(flat[lo:lo + 65536]).all()
-               for lo in range(0, flat.shape[0], 65536))
+    """True if no entry of the array is NaN or infinite (one pass, no
+    temporary; see ``first_nonfinite``)."""
+    return first_nonfinite([values]) < 0
 
 
 def check_structure(X):
@@ -217,12 +212,25 @@ def check_sample_weight(sample_weight, n_samples):
     return sample_weight
 
 
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
 def pass_order(n_samples, rng, shuffle):
     """Row order (int64) of one pass: a permutation drawn from the
     RandomState ``rng`` if ``shuffle``, else the rows as given."""
     if shuffle:
-        return shuffled_order(n_samples, int(rng.randint(np.iinfo(np.int64).max)))
+        return shuffled_order(n_samples, int(rng.randint(_INT64_MAX)))
     return np.arange(n_samples, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def _fitted_names(cls, names):
+    """Of an estimator's attribute ``names`` (a tuple), the fitted ones
+    (ending in "_") that must stay finite (not in ``_nan_allowed_state``).
+    Cached by the set of names: the finiteness check runs after every epoch,
+    and on a small fit scanning every attribute cost more than the pass."""
+    return tuple(name for name in names
+                 if name.endswith("_") and name not in cls._nan_allowed_state)
 
 
 def problem_threads(n_problems, n_jobs):
@@ -512,19 +520,19 @@ class BaseOnlineLinearModel(BaseEstimator):
             # most columns: a sum over each whole array is quicker than a copy
             columns = None
         in_place = self._in_place_arrays() if columns is not None else ()
-        for name, value in self.__dict__.items():
-            if not (name.endswith("_") and isinstance(value, np.ndarray)
-                    and value.dtype == np.float64 and name not in self._nan_allowed_state):
-                continue
-            if name in in_place:
-                value = take_columns(value, columns)
-            if not all_finite(value):
-                raise ValueError(
-                    f"Floating-point overflow in {when}: {name} holds non-finite "
-                    "values. The estimator was left as it was before this call. "
-                    "Scaling the input (e.g. StandardScaler or MaxAbsScaler) or "
-                    "a smaller step size might help."
-                )
+        state = self.__dict__
+        names = [name for name in _fitted_names(type(self), tuple(state))
+                 if isinstance(state[name], np.ndarray) and state[name].dtype == np.float64]
+        bad = first_nonfinite([take_columns(state[name], columns) if name in in_place
+                               else state[name] for name in names])
+        if bad >= 0:
+            name = names[bad]
+            raise ValueError(
+                f"Floating-point overflow in {when}: {name} holds non-finite "
+                "values. The estimator was left as it was before this call. "
+                "Scaling the input (e.g. StandardScaler or MaxAbsScaler) or "
+                "a smaller step size might help."
+            )
 
     @contextlib.contextmanager
     def _call_workspaces(self):

@@ -135,6 +135,15 @@ cdef class PairwiseWorkspace:
     cdef double[::1] partner_dense  # the partner row, scattered
     cdef unsigned char[::1] in_row  # 1 for the columns of the current row
     cdef public bint in_use         # a pass is using it
+    # Scratch of the per-step and per-row arrays of a pass (see
+    # PairwiseAUCProblem.__init__), grown as needed and re-initialised by
+    # each pass: on a small table a dozen fresh arrays per epoch cost as
+    # much as the epoch's steps.
+    cdef double[::1] float_scratch
+    cdef int64_t[::1] int_scratch
+    # the tables of a theta (window, block length, powers), computed once
+    cdef double tables_theta
+    cdef tuple tables
 
     def __init__(self, Py_ssize_t n_features):
         self.stamp = np.zeros(n_features, dtype=np.int64)
@@ -143,6 +152,41 @@ cdef class PairwiseWorkspace:
         self.partner_dense = np.zeros(n_features, dtype=np.float64)
         self.in_row = np.zeros(n_features, dtype=np.uint8)
         self.in_use = False
+        self.float_scratch = np.zeros(0, dtype=np.float64)
+        self.int_scratch = np.zeros(0, dtype=np.int64)
+        self.tables_theta = -1.0
+        self.tables = None
+
+    cdef tuple theta_tables(self, double theta):
+        """(J, K, theta^n for n = 0 .. J + K + 1, theta^(1-n) for
+        n = 0 .. K - 1) of ``theta`` (see the module doc); read only."""
+        cdef Py_ssize_t window, block_len
+        if self.tables is None or self.tables_theta != theta:
+            window = momentum_window(theta)
+            block_len = block_length(theta)
+            theta_pow = theta ** np.arange(window + block_len + 2, dtype=np.float64)
+            theta_pow[0] = 1.0
+            if theta > 0.0:
+                theta_inv_pow = theta ** (1.0 - np.arange(block_len, dtype=np.float64))
+            else:
+                theta_inv_pow = np.zeros(1, dtype=np.float64)
+            self.tables = (window, block_len, theta_pow, theta_inv_pow)
+            self.tables_theta = theta
+        return self.tables
+
+    cdef double[::1] floats(self, Py_ssize_t n):
+        """Scratch of at least n doubles (contents undefined)."""
+        if self.float_scratch.shape[0] < n:
+            self.float_scratch = np.empty(max(n, 2 * self.float_scratch.shape[0]),
+                                          dtype=np.float64)
+        return self.float_scratch
+
+    cdef int64_t[::1] ints(self, Py_ssize_t n):
+        """Scratch of at least n int64 (contents undefined)."""
+        if self.int_scratch.shape[0] < n:
+            self.int_scratch = np.empty(max(n, 2 * self.int_scratch.shape[0]),
+                                        dtype=np.int64)
+        return self.int_scratch
 
 
 @cython.final
@@ -233,14 +277,17 @@ cdef class PairwiseAUCProblem:
                  Py_ssize_t n_rows, Py_ssize_t max_row_nnz,
                  PairwiseWorkspace workspace not None,
                  double[::1] coef_sum=None, int64_t n_averaged=0):
-        cdef Py_ssize_t d = coef.shape[0], q
-        cdef Py_ssize_t cap
+        cdef Py_ssize_t d = coef.shape[0], q, m, cap, n_floats, n_ints
+        cdef double[::1] floats
+        cdef int64_t[::1] ints
+        cdef bint partner_in_range = True
+        for q in range(partner_indices.shape[0]):
+            partner_in_range &= 0 <= partner_indices[q] < d
         if (momentum.shape[0] != d or sum_sq_gradient.shape[0] != d
                 or score_stats.shape[0] != 2 or score_stats.shape[1] != 3
                 or partner_values.shape[0] != partner_indices.shape[0]
                 or workspace.stamp.shape[0] != d or workspace.n_stamped != 0
-                or (partner_indices.shape[0] and not
-                    (0 <= np.min(partner_indices) and np.max(partner_indices) < d))):
+                or not partner_in_range):
             raise ValueError("The pairwise AUC state arrays do not fit one another.")
         self.max_steps = n_rows
         self.max_row_nnz = max_row_nnz
@@ -264,44 +311,53 @@ cdef class PairwiseAUCProblem:
 
         self.workspace = workspace
         self.partner_dense = workspace.partner_dense
-        cap = min(d, 2 * max(max_row_nnz, partner_indices.shape[0]))
-        self.partner_indices = np.zeros(max(cap, 1), dtype=np.int64)
-        self.partner_values = np.zeros(max(cap, 1), dtype=np.float64)
+        self.in_row = workspace.in_row
+        self.stamp = workspace.stamp
+        self.stamped = workspace.stamped
+        self.first_step = t + 1
+        self.scale_mant = 1.0
+        self.scale_exp = 0
+        self.window, self.block_len, self.theta_pow, self.theta_inv_pow = (
+            workspace.theta_tables(self.theta))
+        self.block_slots = (self.window + self.block_len) // self.block_len + 4
+
+        # The arrays of the pass, carved from the workspace's scratch and
+        # initialised here: per step of the call (index s - first_step) P at
+        # its start (mantissa, exponent), what a catch-up reads of its stamp
+        # (F_b(s), the block's ring slot, theta^(1-(s-b))) and the B and P of
+        # an expired stamp; the live blocks' F_b; per entry of a row pair
+        # the partner row and the union.
+        cap = max(min(d, 2 * max(max_row_nnz, partner_indices.shape[0])), 1)
+        m = n_rows + 1
+        n_floats = 5 * m + self.block_slots + 2 * cap
+        n_ints = 3 * m + 2 * cap
+        floats = workspace.floats(n_floats)
+        ints = workspace.ints(n_ints)
+        floats[:m] = 1.0
+        floats[m:4 * m] = 0.0
+        floats[4 * m:5 * m] = 1.0
+        floats[5 * m:n_floats] = 0.0
+        ints[:n_ints] = 0
+        self.step_scale_mant = floats[:m]
+        self.stamp_block_sum = floats[m:2 * m]
+        self.stamp_theta_inv = floats[2 * m:3 * m]
+        self.archived_b = floats[3 * m:4 * m]
+        self.archived_scale_mant = floats[4 * m:5 * m]
+        self.block_sum = floats[5 * m:5 * m + self.block_slots]
+        q = 5 * m + self.block_slots
+        self.partner_values = floats[q:q + cap]
+        self.union_diff = floats[q + cap:q + 2 * cap]
+        self.step_scale_exp = ints[:m]
+        self.stamp_block_slot = ints[m:2 * m]
+        self.archived_scale_exp = ints[2 * m:3 * m]
+        self.partner_indices = ints[3 * m:3 * m + cap]
+        self.union_index = ints[3 * m + cap:3 * m + 2 * cap]
+        # stamp first_step opens its block with F = 0 and P = 1
+        self.stamp_theta_inv[0] = self.theta_inv_pow[0]
         self.partner_nnz = partner_indices.shape[0]
         for q in range(self.partner_nnz):
             self.partner_indices[q] = partner_indices[q]
             self.partner_values[q] = partner_values[q]
-        self.in_row = workspace.in_row
-        self.union_index = np.zeros(max(cap, 1), dtype=np.int64)
-        self.union_diff = np.zeros(max(cap, 1), dtype=np.float64)
-
-        self.first_step = t + 1
-        self.stamp = workspace.stamp
-        self.stamped = workspace.stamped
-        self.scale_mant = 1.0
-        self.scale_exp = 0
-        self.step_scale_mant = np.ones(n_rows + 1, dtype=np.float64)
-        self.step_scale_exp = np.zeros(n_rows + 1, dtype=np.int64)
-        self.window = momentum_window(self.theta)
-        self.block_len = block_length(self.theta)
-        self.block_slots = (self.window + self.block_len) // self.block_len + 4
-        self.theta_pow = self.theta ** np.arange(self.window + self.block_len + 2,
-                                                 dtype=np.float64)
-        self.theta_pow[0] = 1.0
-        if self.theta > 0.0:
-            self.theta_inv_pow = self.theta ** (1.0 - np.arange(self.block_len,
-                                                                dtype=np.float64))
-        else:
-            self.theta_inv_pow = np.zeros(1, dtype=np.float64)
-        # stamp first_step opens its block with F = 0 and P = 1
-        self.block_sum = np.zeros(self.block_slots, dtype=np.float64)
-        self.stamp_block_sum = np.zeros(n_rows + 1, dtype=np.float64)
-        self.stamp_block_slot = np.zeros(n_rows + 1, dtype=np.int64)
-        self.stamp_theta_inv = np.zeros(n_rows + 1, dtype=np.float64)
-        self.stamp_theta_inv[0] = self.theta_inv_pow[0]
-        self.archived_b = np.zeros(n_rows + 1, dtype=np.float64)
-        self.archived_scale_mant = np.ones(n_rows + 1, dtype=np.float64)
-        self.archived_scale_exp = np.zeros(n_rows + 1, dtype=np.int64)
         self.recompute_norms()
 
         # averaging: a segment tree with a leaf per step of the call, every

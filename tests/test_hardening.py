@@ -23,6 +23,7 @@ from sklearn_adaprox._dataset import (
     _scan_indices,
     as_row_arrays,
     check_sparse_structure,
+    first_nonfinite,
 )
 from sklearn_adaprox._loss import make_loss
 
@@ -353,6 +354,20 @@ def test_data_layer_reductions():
     for bad in (np.nan, np.inf, -np.inf):
         assert not all_finite(np.r_[values, bad])
         assert not all_finite(np.r_[np.full(70000, 1e308), bad])
+        # every layout the compiled pass reads in place, or hands to NumPy:
+        # float32, non-contiguous, swapped bytes, in the tail of a block of 4
+        for position in (0, 1, 2, 3, 4, 9):
+            base = np.arange(10, dtype=np.float64)
+            base[position] = bad
+            for layout in (base, base.astype(np.float32), base.astype(">f8"),
+                           np.repeat(base, 2)[::2], base.reshape(2, 5).T):
+                assert not all_finite(layout), (position, layout.dtype, layout.strides)
+                assert all_finite(np.where(np.isfinite(layout), layout, 0.0).astype(
+                    layout.dtype))
+    # the check of the fitted state names the first array that is not finite
+    assert first_nonfinite([values, np.zeros((2, 2)), np.array([np.nan]), values[::2]]) == 2
+    assert first_nonfinite([values, np.array([1.0, np.inf], dtype=np.float32)]) == 1
+    assert first_nonfinite([]) == -1
 
 
 RACE = """
