@@ -222,7 +222,10 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
     scale of ``X``: with ``radius=None``, ``X`` times ``a`` gives ``coef_``
     divided by ``a`` and the same scores, the same ``predict``.  Each step
     moves ``w`` by ``eta`` times a vector that scales as ``X`` to the power
-    ``1 - p`` (``p`` as in ``eta``), so the step must scale as ``1 / s**p``.
+    ``p - 1`` (``p`` as in ``eta``: AOGD's ``m / sqrt(v)`` does not scale,
+    OGD's ``g / sqrt(k)`` scales as ``X``, the strongly convex ``m / v`` as
+    ``1 / X``), so for weights that scale as ``1 / X`` the step must scale
+    as ``1 / s**p``.
     ``s`` is resolved by the first call with a non-zero weight (all of
     ``fit``'s data, or the first chunk of a stream) and then kept, so that
     ``partial_fit`` continues with the step it started with; a fresh ``fit``
