@@ -18,10 +18,13 @@ ssq_j); OGD: theta = 0, gamma = eta / sqrt(k), c_j = 1.  A zero accumulator
 gives a zero step ("skip the step while v_k = 0").
 
 Every sample is a step, even when the pair has equal labels (g = 0): the
-momentum keeps moving w.  A step costs O(nnz(a_k) + nnz(a_{k-1}) + J/K): the
-coordinates of the two rows (the "union") are updated eagerly and "stamped"
-with the step; every other coordinate is brought up to date in closed form
-when next read:
+momentum keeps moving w.  A step with a gradient costs O(nnz(a_k) +
+nnz(a_{k-1}) + J/K): the coordinates of the two rows (the "union") are
+updated eagerly and "stamped" with the step.  A step without one (equal
+labels, or a pair on which the loss is flat) reads only a_k's coordinates,
+for its score, O(nnz(a_k) + J/K): with g = 0 every coordinate moves as an
+idle one.  Idle coordinates are brought up to date in closed form when next
+read:
 
 * the projection is a global scale: with P_k = rho_1 ... rho_{k-1}, an idle
   weight is multiplied by P_k / P_s (P is kept as mantissa * 2^(-500 e) so it
@@ -132,7 +135,7 @@ cdef class PairwiseWorkspace:
     cdef int64_t[::1] stamp         # offset of the step a weight is current at
     cdef int64_t[::1] stamped       # the coordinates whose stamp is not 0
     cdef Py_ssize_t n_stamped
-    cdef double[::1] partner_dense  # the partner row, scattered
+    cdef double[::1] partner_dense  # the partner row, scattered for a step
     cdef unsigned char[::1] in_row  # 1 for the columns of the current row
     cdef public bint in_use         # a pass is using it
     # Scratch of the per-step and per-row arrays of a pass (see
@@ -213,10 +216,12 @@ cdef class PairwiseAUCProblem:
     cdef public double total_sq_gradient
     cdef public int64_t t
     cdef public double pair_weight, ordered_weight
-    # the previous sample of the stream, the pair partner of the next step
+    # the previous sample of the stream, the pair partner of the next step:
+    # its entries (copied from the pass's row only when a step reads them,
+    # see run_epoch), and scattered over the features for such a step
     cdef public double partner_label, partner_weight
     cdef int64_t[::1] partner_indices
-    cdef double[::1] partner_values  # as given; scattered when the pass starts
+    cdef double[::1] partner_values
     cdef Py_ssize_t partner_nnz
     cdef double[::1] partner_dense
     cdef PairwiseWorkspace workspace
@@ -431,13 +436,33 @@ cdef class PairwiseAUCProblem:
 
     cdef inline void catch_up(self, Py_ssize_t j, int64_t k) noexcept nogil:
         """Bring w_j to the start of step k and m_j to m_{j,k-1}; restamp at k
-        (and, when averaging, add the idle iterates w_{s+1..k} to the sum)."""
+        (and, when averaging, add the idle iterates w_{s+1..k} to the sum).
+
+        The common case (a live stamp, no projection, no averaging) is
+        written out here, small enough for the compiler to inline into the
+        row loops; it takes the same operations as ``catch_up_general``."""
+        cdef int64_t offset = self.stamp[j]
+        cdef int64_t n = k - self.first_step - offset
+        cdef double m, b
+        if n == 0:
+            return
+        if self.project or self.average or n > self.window:
+            self.catch_up_general(j, k)
+            return
+        m = self.momentum[j]
+        if m != 0.0:
+            b = self.live_b(self.first_step + offset, 1.0)
+            self.coef[j] -= self.coord_step(j) * m * b
+            self.momentum[j] = m * self.theta_pow[n]
+        self.set_stamp(j, offset, k - self.first_step)
+
+    cdef void catch_up_general(self, Py_ssize_t j, int64_t k) noexcept nogil:
+        """``catch_up`` in every case: the projection's scale, an expired
+        stamp, the averaged sum."""
         cdef int64_t offset = self.stamp[j]
         cdef int64_t s = self.first_step + offset
         cdef int64_t n = k - s
         cdef double m, w, c, b, ratio, Q, C
-        if n == 0:
-            return
         if self.average:
             self.range_sums(s, k, &Q, &C)
             self.coef_sum[j] += self.coef[j] * Q
@@ -478,8 +503,6 @@ cdef class PairwiseAUCProblem:
         for q in range(self.workspace.n_stamped):
             self.stamp[self.stamped[q]] = 0
         self.workspace.n_stamped = 0
-        for q in range(self.partner_nnz):
-            self.partner_dense[self.partner_indices[q]] = 0.0
         self.workspace.in_use = False
 
     cdef void finalize(self) noexcept nogil:
@@ -544,6 +567,15 @@ cdef class PairwiseAUCProblem:
         self.score_stats[cls, 0] += step_w
         self.score_stats[cls, 1] += step_w * score
         self.score_stats[cls, 2] += step_w * score * score
+
+    cdef inline void drop_union(self) noexcept nogil:
+        """Leave the union's coordinates to the lazy representation (their
+        stamps say they are current at this step), with their part of the
+        projection's running scalars, which then all move by the closed
+        forms of idle coordinates."""
+        self.union_nnz = 0
+        self.union_dot_old = 0.0
+        self.union_sq_old = 0.0
 
     cdef inline double global_step(self, int64_t k) noexcept nogil:
         """gamma_k (the per-coordinate factor c_j comes on top of it)."""
@@ -697,6 +729,27 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
     return score
 
 
+cdef inline double gather_row(PairwiseAUCProblem problem, const floating* row_data,
+                              const index_t* row_indices, Py_ssize_t nnz,
+                              int64_t k) noexcept nogil:
+    """The step of a pair with equal labels has no gradient: bring only the
+    row's coordinates up to step k, for its score, and leave the union
+    empty (every coordinate then moves lazily); returns <w_k, a_k>."""
+    cdef Py_ssize_t q, j
+    cdef double score = 0.0
+    cdef double* w = &problem.coef[0]
+    problem.union_nnz = 0
+    problem.pair_margin = 0.0
+    problem.sq_norm_diff = 0.0
+    problem.union_dot_old = 0.0
+    problem.union_sq_old = 0.0
+    for q in range(nnz):
+        j = row_indices[q]
+        problem.catch_up(j, k)
+        score += w[j] * row_data[q]
+    return score
+
+
 cdef inline double averaged_score(PairwiseAUCProblem problem, const floating* row_data,
                                   const index_t* row_indices, Py_ssize_t nnz) noexcept nogil:
     """The row's score under the averaged model, the one decision_function uses."""
@@ -707,19 +760,28 @@ cdef inline double averaged_score(PairwiseAUCProblem problem, const floating* ro
     return score / <double> problem.n_averaged
 
 
-cdef inline void become_partner(PairwiseAUCProblem problem, const floating* row_data,
-                                const index_t* row_indices, Py_ssize_t nnz,
-                                double label, double weight) noexcept nogil:
-    """Keep the row as the partner of the next step."""
+cdef inline void keep_partner(PairwiseAUCProblem problem, const floating* row_data,
+                              const index_t* row_indices, Py_ssize_t nnz) noexcept nogil:
+    """Copy a row into the partner buffers (indices and values)."""
+    cdef Py_ssize_t q
+    for q in range(nnz):
+        problem.partner_indices[q] = row_indices[q]
+        problem.partner_values[q] = row_data[q]
+    problem.partner_nnz = nnz
+
+
+cdef inline void scatter_partner(PairwiseAUCProblem problem) noexcept nogil:
+    """Write the partner's values into the dense partner row."""
+    cdef Py_ssize_t q
+    for q in range(problem.partner_nnz):
+        problem.partner_dense[problem.partner_indices[q]] = problem.partner_values[q]
+
+
+cdef inline void clear_partner(PairwiseAUCProblem problem) noexcept nogil:
+    """Zero the dense partner row again."""
     cdef Py_ssize_t q
     for q in range(problem.partner_nnz):
         problem.partner_dense[problem.partner_indices[q]] = 0.0
-    for q in range(nnz):
-        problem.partner_indices[q] = row_indices[q]
-        problem.partner_dense[row_indices[q]] = row_data[q]
-    problem.partner_nnz = nnz
-    problem.partner_label = label
-    problem.partner_weight = weight
 
 
 def run_epoch(PairwiseAUCProblem problem,
@@ -750,6 +812,11 @@ def run_epoch(PairwiseAUCProblem problem,
     cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* row_data
     cdef const index_t* row_indices
+    # the partner when it is a row of this pass (partner_nnz >= 0); else it
+    # is in the problem's partner buffers
+    cdef const floating* partner_data = NULL
+    cdef const index_t* partner_indices = NULL
+    cdef Py_ssize_t partner_nnz = -1
     cdef Py_ssize_t s, i, nnz, last_row = -1
     cdef int64_t k
     cdef double sw, label, score, d, gamma, rho
@@ -762,8 +829,6 @@ def run_epoch(PairwiseAUCProblem problem,
     problem.workspace.in_use = True
     with nogil:
         # the workspace is written only from here on, where nothing can fail
-        for s in range(problem.partner_nnz):
-            problem.partner_dense[problem.partner_indices[s]] = problem.partner_values[s]
         for s in range(rows.n_steps):
             nnz = step_row(&rows, s, &i, &row_data, &row_indices)
             sw = sample_weight[i]
@@ -772,8 +837,21 @@ def run_epoch(PairwiseAUCProblem problem,
             label = y[i]
             k = problem.t + 1
 
-            score = gather_union(problem, row_data, row_indices, nnz, k)
+            if problem.partner_weight > 0.0 and label != problem.partner_label:
+                if partner_nnz >= 0:
+                    keep_partner(problem, partner_data, partner_indices, partner_nnz)
+                    partner_nnz = -1
+                scatter_partner(problem)
+                score = gather_union(problem, row_data, row_indices, nnz, k)
+                clear_partner(problem)
+            else:
+                score = gather_row(problem, row_data, row_indices, nnz, k)
             d = problem.pair_gradient(label, sw, &sum_loss, &sum_weight)
+            if d == 0.0:
+                # no gradient (equal labels, or a pair the loss is flat on):
+                # the union's momentum only decays and its weights move,
+                # which the lazy representation does for it
+                problem.drop_union()
             if problem.average and problem.n_averaged > 0:
                 score = averaged_score(problem, row_data, row_indices, nnz)
             problem.add_score(label, sw, k, score)
@@ -786,15 +864,21 @@ def run_epoch(PairwiseAUCProblem problem,
             if problem.average:
                 problem.record_step_map(k, rho, gamma)
 
-            become_partner(problem, row_data, row_indices, nnz, label, sw)
+            # the row is the next step's partner; it is copied only if a
+            # step needs it (a pair with different labels, or the pass's end)
+            partner_data, partner_indices, partner_nnz = row_data, row_indices, nnz
+            problem.partner_label = label
+            problem.partner_weight = sw
             last_row = i
             problem.t = k
 
+        if partner_nnz >= 0:
+            keep_partner(problem, partner_data, partner_indices, partner_nnz)
         problem.finalize()
 
     last = None
     if last_row >= 0:
-        last_indices = np.asarray(problem.partner_indices)[:problem.partner_nnz].copy()
-        last = (last_indices, np.asarray(problem.partner_dense)[last_indices])
+        last = (np.asarray(problem.partner_indices)[:problem.partner_nnz].copy(),
+                np.asarray(problem.partner_values)[:problem.partner_nnz].copy())
     problem.release_workspace()
     return sum_loss, sum_weight, last
