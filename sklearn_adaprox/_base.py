@@ -294,6 +294,17 @@ class BaseOnlineLinearModel(BaseEstimator):
         call.  Default: none."""
         return ()
 
+    def _kernel_checked_arrays(self):
+        """Names of the fitted arrays whose finiteness the kernel checks
+        itself, on the entries its pass changed (every other entry is as
+        finite as it was); ``_run_epoch`` then stores the name of one that
+        holds NaN or infinity in ``_kernel_nonfinite``, and
+        ``_check_finite_state`` does not read them.  For state that every
+        step may move, not only in X's columns (so not ``_in_place_arrays``),
+        on a wide model: a read of it per pass costs more than the pass.
+        Default: none."""
+        return ()
+
     def _prepare_continuing_state(self):
         """Hook: adapt the fitted state to the current options at the start
         of a continuing call (new arrays only: the call may still fail)."""
@@ -520,13 +531,17 @@ class BaseOnlineLinearModel(BaseEstimator):
             # most columns: a sum over each whole array is quicker than a copy
             columns = None
         in_place = self._in_place_arrays() if columns is not None else ()
+        checked = self._kernel_checked_arrays()
         state = self.__dict__
-        names = [name for name in _fitted_names(type(self), tuple(state))
-                 if isinstance(state[name], np.ndarray) and state[name].dtype == np.float64]
-        bad = first_nonfinite([take_columns(state[name], columns) if name in in_place
-                               else state[name] for name in names])
-        if bad >= 0:
-            name = names[bad]
+        name = state.pop("_kernel_nonfinite", None)
+        if name is None:
+            names = [name for name in _fitted_names(type(self), tuple(state))
+                     if isinstance(state[name], np.ndarray)
+                     and state[name].dtype == np.float64 and name not in checked]
+            bad = first_nonfinite([take_columns(state[name], columns) if name in in_place
+                                   else state[name] for name in names])
+            name = names[bad] if bad >= 0 else None
+        if name is not None:
             raise ValueError(
                 f"Floating-point overflow in {when}: {name} holds non-finite "
                 "values. The estimator was left as it was before this call. "

@@ -79,7 +79,7 @@ cimport cython
 import numpy as np
 
 from cython cimport floating
-from libc.math cimport ldexp, sqrt
+from libc.math cimport isfinite, ldexp, sqrt
 from libc.stdint cimport int64_t
 
 from ._dataset cimport (RowPass, check_pass_input, index_t, longest_row, row_pass,
@@ -438,22 +438,27 @@ cdef class PairwiseAUCProblem:
         """Bring w_j to the start of step k and m_j to m_{j,k-1}; restamp at k
         (and, when averaging, add the idle iterates w_{s+1..k} to the sum).
 
-        The common case (a live stamp, no projection, no averaging) is
-        written out here, small enough for the compiler to inline into the
-        row loops; it takes the same operations as ``catch_up_general``."""
+        The case without projection and averaging (P stays 1) is written
+        out here, small enough for the compiler to inline into the row
+        loops; it takes the same operations as ``catch_up_general``."""
         cdef int64_t offset = self.stamp[j]
         cdef int64_t n = k - self.first_step - offset
-        cdef double m, b
+        cdef double m, b, m_new
         if n == 0:
             return
-        if self.project or self.average or n > self.window:
+        if self.project or self.average:
             self.catch_up_general(j, k)
             return
         m = self.momentum[j]
         if m != 0.0:
-            b = self.live_b(self.first_step + offset, 1.0)
+            if n <= self.window:
+                b = self.live_b(self.first_step + offset, 1.0)
+                m_new = m * self.theta_pow[n]
+            else:
+                b = self.archived_b[offset]
+                m_new = 0.0
             self.coef[j] -= self.coord_step(j) * m * b
-            self.momentum[j] = m * self.theta_pow[n]
+            self.momentum[j] = m_new
         self.set_stamp(j, offset, k - self.first_step)
 
     cdef void catch_up_general(self, Py_ssize_t j, int64_t k) noexcept nogil:
@@ -496,6 +501,25 @@ cdef class PairwiseAUCProblem:
             self.stamped[self.workspace.n_stamped] = j
             self.workspace.n_stamped += 1
         self.stamp[j] = new
+
+    cdef int nonfinite_state(self) noexcept nogil:
+        """Which of coef, momentum, sum_sq_gradient and coef_sum (0 .. 3)
+        holds a NaN or an infinity at a coordinate this call changed, or -1.
+        Every coordinate a call changes is stamped (and listed), and the
+        others are as finite as they were: O(touched), where a read of the
+        arrays would be O(n_features) per pass."""
+        cdef Py_ssize_t q, j
+        for q in range(self.workspace.n_stamped):
+            j = self.stamped[q]
+            if not isfinite(self.coef[j]):
+                return 0
+            if not isfinite(self.momentum[j]):
+                return 1
+            if not isfinite(self.sum_sq_gradient[j]):
+                return 2
+            if self.average and not isfinite(self.coef_sum[j]):
+                return 3
+        return -1
 
     cdef void release_workspace(self) noexcept nogil:
         """Zero the workspace again (after the call's last read of it)."""
@@ -796,8 +820,10 @@ def run_epoch(PairwiseAUCProblem problem,
     """One pass over ``X[order]`` (y in {-1, +1}); rows of weight 0 are skipped.
 
     Returns ``(sum of pair weight * pair loss, sum of pair weights)`` over the
-    pairs with different labels, each loss measured before its step, and the
-    (indices, values) of the last row used (None if no row had weight).
+    pairs with different labels, each loss measured before its step, the
+    (indices, values) of the last row used (None if no row had weight), and
+    ``nonfinite_state()``: which state array the pass left with a NaN or an
+    infinity (-1: none).
     """
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
                      problem.coef.shape[0], y.shape[0], sample_weight, order)
@@ -880,5 +906,6 @@ def run_epoch(PairwiseAUCProblem problem,
     if last_row >= 0:
         last = (np.asarray(problem.partner_indices)[:problem.partner_nnz].copy(),
                 np.asarray(problem.partner_values)[:problem.partner_nnz].copy())
+    nonfinite = problem.nonfinite_state()
     problem.release_workspace()
-    return sum_loss, sum_weight, last
+    return sum_loss, sum_weight, last, nonfinite

@@ -347,6 +347,12 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
     # fitted values that the first call resolves from its data
     _resolved_params = ("eta_",)
 
+    def _kernel_checked_arrays(self):
+        # run_epoch reports a non-finite value in the first four by their
+        # index here; coef_ is a copy of iterate_ or coef_sum_ divided by
+        # a step count
+        return ("iterate_", "momentum_", "sum_sq_gradient_", "coef_sum_", "coef_")
+
     def _init_state(self, n_problems, n_features):
         self.eta_ = np.full(1, np.nan)
         self.coef_ = np.zeros((1, n_features), dtype=np.float64)
@@ -417,7 +423,10 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             coef_sum=self.coef_sum_[0] if self.average else None,
             n_averaged=int(self.averaged_steps_),
         )
-        sum_loss, sum_weight, last = run_epoch(problem, *rows, y, sample_weight, order)
+        sum_loss, sum_weight, last, nonfinite = run_epoch(
+            problem, *rows, y, sample_weight, order)
+        if nonfinite >= 0:
+            self._kernel_nonfinite = self._kernel_checked_arrays()[nonfinite]
         self.total_sq_gradient_[0] = problem.total_sq_gradient
         self.averaged_steps_ = int(problem.n_averaged)
         if self.average and self.averaged_steps_ > 0:

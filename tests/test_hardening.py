@@ -214,8 +214,10 @@ def test_a_failing_pass_restores_the_state(est, monkeypatch):
     original = getattr(type(model), step)
 
     # the weights, or the arrays they are computed from where the kernel
-    # updates those in place (coef_ is then a function of them)
-    poisoned_name = (model._in_place_arrays() or ("coef_",))[0]
+    # updates those in place (coef_ is then a function of them); where the
+    # kernel checks the weights itself (test_pairwise_auc.py), the intercept
+    poisoned_name = [name for name in (*model._in_place_arrays(), "coef_", "intercept_")
+                     if name not in model._kernel_checked_arrays()][0]
 
     def poisoned(self, k, *args):
         result = original(self, k, *args)

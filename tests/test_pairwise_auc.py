@@ -239,6 +239,31 @@ def test_multiclass_is_a_clear_error_and_changes_nothing():
     assert not PairwiseAUCClassifier().__sklearn_tags__().classifier_tags.multi_class
 
 
+@pytest.mark.parametrize("name, average", [("iterate_", False), ("coef_sum_", True)])
+def test_the_pass_finds_a_non_finite_state_it_changed(stream, name, average):
+    """The pass checks the coordinates it changed (the per-epoch check
+    does not read these arrays): a non-finite weight that a pass carries
+    along raises, naming the array, and the call changes nothing."""
+    X, y, _ = stream
+    model = PairwiseAUCClassifier(eta=0.5, average=average, max_iter=2, tol=None,
+                                  random_state=0).fit(X, y)
+    getattr(model, name)[0, np.flatnonzero(X[5])[0]] = np.inf
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match=f"overflow in this partial_fit call: {name}"):
+        model.partial_fit(X, y)
+    assert pickle.dumps(model) == before
+
+
+def test_a_step_that_overflows_is_refused():
+    """A step size near the largest double overflows the weights in the
+    first epoch: refused, and the model stays unfitted."""
+    X, y = make_classification(n_samples=60, n_features=5, random_state=0)
+    model = PairwiseAUCClassifier(eta=1e308, fit_intercept=False, random_state=0)
+    with pytest.raises(ValueError, match="overflow in epoch 1: iterate_"):
+        model.fit(X, y)
+    assert not hasattr(model, "coef_")
+
+
 def test_threshold_makes_predict_sensible_on_a9a():
     X_train, y_train, X_test, y_test = load_a9a()
     clf = PairwiseAUCClassifier(max_iter=1, random_state=0).fit(X_train, y_train)
