@@ -756,9 +756,10 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
 cdef inline double gather_row(PairwiseAUCProblem problem, const floating* row_data,
                               const index_t* row_indices, Py_ssize_t nnz,
                               int64_t k) noexcept nogil:
-    """The step of a pair with equal labels has no gradient: bring only the
-    row's coordinates up to step k, for its score, and leave the union
-    empty (every coordinate then moves lazily); returns <w_k, a_k>."""
+    """A step with no pair (equal labels, or no partner yet) has no
+    gradient: bring only the row's coordinates up to step k, for its score,
+    and leave the union empty (every coordinate then moves lazily); returns
+    <w_k, a_k>."""
     cdef Py_ssize_t q, j
     cdef double score = 0.0
     cdef double* w = &problem.coef[0]

@@ -56,9 +56,10 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
 
     Every sample is a step, including pairs with equal labels (the momentum
     still moves ``w``).  A step costs O(nnz of the two rows) plus about ten
-    scalar updates: the momentum of idle coordinates and the projection are
-    applied lazily and exactly (see ``_pairwise_auc_fast``), never at
-    O(n_features) per step.
+    scalar updates, and a step without a gradient (equal labels, or a flat
+    loss) O(nnz of its row): the momentum of idle coordinates and the
+    projection are applied lazily and exactly (see ``_pairwise_auc_fast``),
+    never at O(n_features) per step.
 
     Parameters
     ----------
