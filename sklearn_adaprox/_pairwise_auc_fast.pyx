@@ -592,6 +592,14 @@ cdef class PairwiseAUCProblem:
         self.score_stats[cls, 1] += step_w * score
         self.score_stats[cls, 2] += step_w * score * score
 
+    cdef inline void empty_union(self) noexcept nogil:
+        """An empty union, and zero sums over it, to gather a step into."""
+        self.union_nnz = 0
+        self.pair_margin = 0.0
+        self.sq_norm_diff = 0.0
+        self.union_dot_old = 0.0
+        self.union_sq_old = 0.0
+
     cdef inline void drop_union(self) noexcept nogil:
         """Leave the union's coordinates to the lazy representation (their
         stamps say they are current at this step), with their part of the
@@ -734,11 +742,7 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
     cdef double score = 0.0
     cdef double* w = &problem.coef[0]
     cdef double* partner = &problem.partner_dense[0]
-    problem.union_nnz = 0
-    problem.pair_margin = 0.0
-    problem.sq_norm_diff = 0.0
-    problem.union_dot_old = 0.0
-    problem.union_sq_old = 0.0
+    problem.empty_union()
     for q in range(nnz):
         j = row_indices[q]
         problem.in_row[j] = 1
@@ -763,11 +767,7 @@ cdef inline double gather_row(PairwiseAUCProblem problem, const floating* row_da
     cdef Py_ssize_t q, j
     cdef double score = 0.0
     cdef double* w = &problem.coef[0]
-    problem.union_nnz = 0
-    problem.pair_margin = 0.0
-    problem.sq_norm_diff = 0.0
-    problem.union_dot_old = 0.0
-    problem.union_sq_old = 0.0
+    problem.empty_union()
     for q in range(nnz):
         j = row_indices[q]
         problem.catch_up(j, k)
