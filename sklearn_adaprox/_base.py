@@ -524,7 +524,9 @@ class BaseOnlineLinearModel(BaseEstimator):
         """ValueError if a fitted float array holds NaN or infinity after
         ``when`` (e.g. "epoch 3"); the transaction then restores the state.
         Of the arrays updated in place, only the columns this call could
-        change are looked at."""
+        change are looked at; those the kernel checks itself
+        (``_kernel_checked_arrays``) are not read, and its finding is in
+        ``_kernel_nonfinite``."""
         columns = self.__dict__.get("_touched_columns")
         if (columns is None or isinstance(columns, slice)
                 or 2 * columns.shape[0] > self.n_features_in_):

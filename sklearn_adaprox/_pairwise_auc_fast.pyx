@@ -563,13 +563,18 @@ cdef class PairwiseAUCProblem:
             self.union_dot_old += c * w * m
             self.union_sq_old += c * c * m * m
 
+    cdef inline bint has_pair(self, double label) noexcept nogil:
+        """Whether a sample of ``label`` forms a pair with the partner (a
+        previous sample of weight > 0 and the other label)."""
+        return self.partner_weight > 0.0 and label != self.partner_label
+
     cdef inline double pair_gradient(self, double label, double weight,
                                      double* sum_loss, double* sum_weight) noexcept nogil:
         """The scalar d of the pair's gradient g = d * D (0 for equal labels),
         after adding the pair's loss and ranking to the sums."""
         cdef double pair_w, z = self.pair_margin
         cdef double d = 0.0
-        if self.partner_weight > 0.0 and label != self.partner_label:
+        if self.has_pair(label):
             pair_w = weight * self.partner_weight
             sum_loss[0] += pair_w * self.loss.loss(label, z)
             sum_weight[0] += pair_w
@@ -864,7 +869,7 @@ def run_epoch(PairwiseAUCProblem problem,
             label = y[i]
             k = problem.t + 1
 
-            if problem.partner_weight > 0.0 and label != problem.partner_label:
+            if problem.has_pair(label):
                 if partner_nnz >= 0:
                     keep_partner(problem, partner_data, partner_indices, partner_nnz)
                     partner_nnz = -1
