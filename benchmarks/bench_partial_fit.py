@@ -12,6 +12,8 @@ budget of about ``--budget`` seconds per cell.  The cost of a call that
 does not depend on the width shows as a per-row time that stays flat from
 2**16 to 2**24 columns.  Every chunk here is at most 1,024 plain CSR rows,
 so ``AdaGradClassifier``'s calls take its short path (``_short_calls``).
+``PairwiseAUCClassifier`` (defaults) is timed the same way beside its SGD
+twin, ``SGDClassifier(loss="log_loss")``.
 
 A second table scores one row at a time: ``decision_function`` of each
 model on a one-row CSR matrix against the plain products a user could
@@ -30,7 +32,7 @@ import scipy.sparse as sp
 from sklearn.linear_model import SGDClassifier
 
 from _results import Results
-from sklearn_adaprox import AdaGradClassifier
+from sklearn_adaprox import AdaGradClassifier, PairwiseAUCClassifier
 
 RESULTS = Results("bench_partial_fit")
 
@@ -84,7 +86,8 @@ def main():
     args = parser.parse_args()
     RESULTS.table("per_row", "partial_fit: microseconds per row, by width and chunk size",
                   ["width", "chunk rows", "AdaGradClassifier", "SGDClassifier",
-                   "river learn_one", "SGD / ours"],
+                   "river learn_one", "SGD / ours", "PairwiseAUCClassifier",
+                   "SGDClassifier(log_loss)"],
                   notes=f"Text-like rows of about {NNZ} non-zeros; every model continues "
                   "a state fitted on 1000 rows.  river has no chunks: one row per call.")
     RESULTS.table("score_one", "Scoring one row: microseconds per call, by width",
@@ -100,7 +103,8 @@ def main():
 
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
           f"microseconds per row, rows of about {NNZ} non-zeros\n")
-    print(f"{'width':>6} {'chunk':>6} {'ours':>9} {'SGD':>9} {'river':>9} {'SGD/ours':>9}")
+    print(f"{'width':>6} {'chunk':>6} {'ours':>9} {'SGD':>9} {'river':>9} {'SGD/ours':>9} "
+          f"{'pairwise':>9} {'SGD(log)':>9}")
     for width in WIDTHS:
         X, y = text_like_rows(4000, width)
         warm_X, warm_y = X[:1000], y[:1000]
@@ -121,10 +125,16 @@ def main():
             pieces = [(X[lo:lo + chunk], y[lo:lo + chunk]) for lo in range(1000, 4000, chunk)]
             ours_cost = per_row(ours.partial_fit, pieces, args.budget)
             sgd_cost = per_row(sgd.partial_fit, pieces, args.budget)
+            pairwise = PairwiseAUCClassifier().partial_fit(warm_X, warm_y, classes=[-1, 1])
+            sgd_log = SGDClassifier(loss="log_loss").partial_fit(warm_X, warm_y,
+                                                                 classes=[-1, 1])
+            pairwise_cost = per_row(pairwise.partial_fit, pieces, args.budget)
+            sgd_log_cost = per_row(sgd_log.partial_fit, pieces, args.budget)
             print(f"2^{int(np.log2(width)):<4d} {chunk:>6d} {ours_cost:9.1f} {sgd_cost:9.1f} "
-                  f"{river_cost:9.1f} {sgd_cost / ours_cost:9.2f}", flush=True)
+                  f"{river_cost:9.1f} {sgd_cost / ours_cost:9.2f} {pairwise_cost:9.1f} "
+                  f"{sgd_log_cost:9.1f}", flush=True)
             RESULTS.row("per_row", f"2^{int(np.log2(width))}", chunk, ours_cost, sgd_cost,
-                        river_cost, sgd_cost / ours_cost)
+                        river_cost, sgd_cost / ours_cost, pairwise_cost, sgd_log_cost)
         rows = [X[i:i + 1] for i in range(1000, 2000)]
         w = np.random.RandomState(0).standard_normal(width)
         costs = [per_call(ours.decision_function, rows, args.budget),

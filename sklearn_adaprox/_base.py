@@ -294,6 +294,13 @@ class BaseOnlineLinearModel(BaseEstimator):
         call.  Default: none."""
         return ()
 
+    def _changeable_columns(self, columns):
+        """The sorted columns in which a call on rows whose non-zeros are
+        in ``columns`` (sorted int64) can change the arrays of
+        ``_in_place_arrays``: those columns, unless a step also moves
+        weights outside its rows."""
+        return columns
+
     def _kernel_checked_arrays(self):
         """Names of the fitted arrays whose finiteness the kernel checks
         itself, on the entries its pass changed (every other entry is as
@@ -502,7 +509,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         in_place = set(self._in_place_arrays())
         columns = slice(None)
         if in_place and X is not None and sp.issparse(X):
-            columns = touched_columns(X.indices, X.shape[1])
+            columns = self._changeable_columns(touched_columns(X.indices, X.shape[1]))
             self._touched_columns = columns
         undo = []
         for name, value in list(self.__dict__.items()):
@@ -663,7 +670,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         X, targets, sample_weight = prepared
         self._start_state(False, True, len(targets), X.shape[1], X)
         if columns is not None:
-            self._touched_columns = columns
+            self._touched_columns = self._changeable_columns(columns)
         try:
             self._run_epochs(X, targets, sample_weight, True,
                              n_jobs=getattr(self, "n_jobs", None), order=rows)

@@ -73,7 +73,10 @@ and ``coef_sum`` are exact and current.  It catches up the coordinates
 whose weight or momentum is non-zero; the others stay zero.  The per-feature
 workspaces start at zero (stamps are kept relative to the call's first step,
 and the projection scale of a stamp is read from a per-step history), so a
-call costs O(nnz + steps) plus one read of the weights and the momentum.
+call costs O(nnz + steps) plus one read of the weights and the momentum;
+without projection or averaging, the caller may instead name the only
+coordinates the call can move (``moving``: its rows', the partner's and
+those of non-zero momentum), and that read is of those alone.
 """
 cimport cython
 import numpy as np
@@ -271,6 +274,7 @@ cdef class PairwiseAUCProblem:
     cdef public int64_t n_averaged
     cdef double[:, ::1] step_maps
     cdef Py_ssize_t n_leaves
+    cdef const int64_t[::1] moving  # see finalize; None: any coordinate
 
     def __init__(self, *, Loss loss, str algorithm, str adaptive, double eta,
                  double theta, radius,
@@ -281,18 +285,22 @@ cdef class PairwiseAUCProblem:
                  double partner_label, double partner_weight,
                  Py_ssize_t n_rows, Py_ssize_t max_row_nnz,
                  PairwiseWorkspace workspace not None,
-                 double[::1] coef_sum=None, int64_t n_averaged=0):
+                 double[::1] coef_sum=None, int64_t n_averaged=0,
+                 const int64_t[::1] moving=None):
         cdef Py_ssize_t d = coef.shape[0], q, m, cap, n_floats, n_ints
         cdef double[::1] floats
         cdef int64_t[::1] ints
-        cdef bint partner_in_range = True
+        cdef bint indices_in_range = True
         for q in range(partner_indices.shape[0]):
-            partner_in_range &= 0 <= partner_indices[q] < d
+            indices_in_range &= 0 <= partner_indices[q] < d
+        if moving is not None:
+            for q in range(moving.shape[0]):
+                indices_in_range &= 0 <= moving[q] < d
         if (momentum.shape[0] != d or sum_sq_gradient.shape[0] != d
                 or score_stats.shape[0] != 2 or score_stats.shape[1] != 3
                 or partner_values.shape[0] != partner_indices.shape[0]
                 or workspace.stamp.shape[0] != d or workspace.n_stamped != 0
-                or not partner_in_range):
+                or not indices_in_range):
             raise ValueError("The pairwise AUC state arrays do not fit one another.")
         self.max_steps = n_rows
         self.max_row_nnz = max_row_nnz
@@ -369,6 +377,9 @@ cdef class PairwiseAUCProblem:
         # map the identity until its step is taken
         self.average = coef_sum is not None
         self.n_averaged = n_averaged
+        # without projection or averaging a weight moves only by its
+        # momentum, so finalize needs only the coordinates that can have any
+        self.moving = moving if not (self.project or self.average) else None
         self.n_leaves = 1
         if self.average:
             if coef_sum.shape[0] != d:
@@ -533,11 +544,20 @@ cdef class PairwiseAUCProblem:
         """Bring every coordinate to the start of the next step.  One
         whose weight and momentum are zero stays zero (every lazy term is a
         multiple of the two, and so is its part of the averaged sum), so
-        only a read of the two arrays is O(n_features)."""
-        cdef Py_ssize_t j
+        only a read of the two arrays is O(n_features).  Given ``moving``
+        (no projection or averaging), only those coordinates are read: the
+        caller vouches that every other one has zero momentum and is in no
+        row of the call, so that it does not move."""
+        cdef Py_ssize_t j, q
         cdef int64_t k = self.t + 1
         cdef double* w = &self.coef[0]
         cdef double* mom = &self.momentum[0]
+        if self.moving is not None:
+            for q in range(self.moving.shape[0]):
+                j = self.moving[q]
+                if w[j] != 0.0 or mom[j] != 0.0:
+                    self.catch_up(j, k)
+            return
         for j in range(self.coef.shape[0]):
             if w[j] != 0.0 or mom[j] != 0.0:
                 self.catch_up(j, k)

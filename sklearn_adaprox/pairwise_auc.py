@@ -1,4 +1,5 @@
 """PairwiseAUCClassifier: online AUC maximisation (AOGD / OGD for pairwise learning)."""
+import contextlib
 import warnings
 from numbers import Integral, Real
 
@@ -24,6 +25,17 @@ AUTO_ETA_POWER = {"aogd": 1, "ogd": 2, "aogd_strongly_convex": 0}
 # a row by about eta, not the row as a whole: c = 0.5 ranks best of 0.5, 1,
 # 2, 4 on every set tried (ionosphere, heart, a9a, w8a, SMS tf-idf).
 AUTO_ETA_SCALE = {"norm": 4.0, "coordinate": 0.5}
+
+# The clean workspace of the last call, for the next call of that width (of
+# any estimator): a fresh one maps its pages again, which on 2**24 columns
+# was half of a one-row partial_fit.  One at a time, so the memory kept is
+# at most that of one workspace (17 bytes per column).
+_SPARE_WORKSPACE = {}
+
+
+def _take_workspace(n_features):
+    spare = _SPARE_WORKSPACE.pop(n_features, None)
+    return spare if spare is not None else PairwiseWorkspace(n_features)
 
 
 class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
@@ -348,6 +360,51 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
     # fitted values that the first call resolves from its data
     _resolved_params = ("eta_",)
 
+    def _moves_by_momentum_only(self):
+        """Without projection or averaging (and with ``coef_`` the iterate
+        everywhere: averaging was never on since the last fresh ``fit``) a
+        weight moves only while its momentum is non-zero, and momentum
+        starts only in the coordinates of a step's two rows."""
+        return (self.radius is None and not self.average
+                and getattr(self, "averaged_steps_", 0) == 0)
+
+    def _in_place_arrays(self):
+        # in that case a call changes the per-feature arrays only in the
+        # columns of _changeable_columns: their saved entries stand for the
+        # copies of the arrays (on 2**20 columns the copies cost half of a
+        # one-row partial_fit)
+        if self._moves_by_momentum_only():
+            return ("iterate_", "momentum_", "sum_sq_gradient_", "coef_sum_", "coef_")
+        return ()
+
+    def _changeable_columns(self, columns):
+        """The rows' columns, those of the previous call's last row (the
+        first step's partner) and those of non-zero momentum (which only
+        the last J steps leave: ``finalize`` zeroes an older one), found by
+        one read of ``momentum_``."""
+        d = self.n_features_in_
+        momentum, partner = self.momentum_, self.last_sample_indices_
+        if not (self._in_place_arrays() and isinstance(momentum, np.ndarray)
+                and momentum.shape == (1, d) and isinstance(partner, np.ndarray)
+                and partner.dtype == np.int64 and partner.ndim == 1):
+            return columns  # (a malformed state: the kernel refuses it unchanged)
+        # a mask, not a union of sorted lists: the momentum's columns are
+        # most of a narrow model's (a union cost a fifth of a one-row call
+        # on 2**16 columns), and flatnonzero of the floats themselves is six
+        # times slower than of this comparison
+        moving = momentum[0] != 0
+        moving[columns] = True
+        moving[partner[(partner >= 0) & (partner < d)]] = True
+        return np.flatnonzero(moving)
+
+    def _moving_columns(self):
+        """``moving`` for the kernel's finalize: the columns this call can
+        change, when known (see ``_changeable_columns``), else None."""
+        columns = self.__dict__.get("_touched_columns")
+        if isinstance(columns, np.ndarray) and self._moves_by_momentum_only():
+            return columns
+        return None
+
     def _kernel_checked_arrays(self):
         # run_epoch reports a non-finite value in the first four by their
         # index here; coef_ is a copy of iterate_ or coef_sum_ divided by
@@ -420,9 +477,10 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             partner_weight=float(self.last_sample_weight_),
             n_rows=order.shape[0],
             max_row_nnz=max_row_nnz,
-            workspace=self._workspace(k, lambda: PairwiseWorkspace(n_features)),
+            workspace=self._workspace(k, lambda: _take_workspace(n_features)),
             coef_sum=self.coef_sum_[0] if self.average else None,
             n_averaged=int(self.averaged_steps_),
+            moving=self._moving_columns(),
         )
         sum_loss, sum_weight, last, nonfinite = run_epoch(
             problem, *rows, y, sample_weight, order)
@@ -446,14 +504,30 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         self.intercept_[0] = -self._threshold() if self.fit_intercept else 0.0
         return sum_loss, sum_weight
 
+    @contextlib.contextmanager
+    def _call_workspaces(self):
+        with super()._call_workspaces():
+            try:
+                yield
+            finally:
+                workspace = self.__dict__.get("_workspaces", {}).get(0)
+                width = getattr(self, "n_features_in_", None)
+                if workspace is not None and not workspace.in_use:  # clean
+                    _SPARE_WORKSPACE.clear()
+                    _SPARE_WORKSPACE[width] = workspace
+
     def _after_call(self):
         # coef_ once per call, not per epoch: no pass reads it, and on
         # 2**20 columns the copy cost an eighth of an epoch
         self._update_coef()
 
     def _update_coef(self):
-        """coef_ from the state: the averaged iterates, or the last one."""
-        if self.average and self.averaged_steps_ > 0:
+        """coef_ from the state: the averaged iterates, or the last one
+        (in the columns the call could change, when they are known)."""
+        columns = self._moving_columns()
+        if columns is not None:
+            self.coef_[0, columns] = self.iterate_[0, columns]
+        elif self.average and self.averaged_steps_ > 0:
             self.coef_[0] = self.coef_sum_[0] / self.averaged_steps_
         else:
             self.coef_[0] = self.iterate_[0]

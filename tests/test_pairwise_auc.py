@@ -177,12 +177,14 @@ def test_momentum_window_really_reaches_archived_stamps(stream):
     assert momentum_window(0.0) == 0
 
 
-@pytest.mark.parametrize("average", [False, True])
-def test_chunks_continue_the_pair_and_match_the_reference(stream, average):
-    """The last row of a call pairs with the first row of the next one."""
+@pytest.mark.parametrize("average, radius", [(False, 0.5), (True, 0.5), (False, None)])
+def test_chunks_continue_the_pair_and_match_the_reference(stream, average, radius):
+    """The last row of a call pairs with the first row of the next one.
+    (Without projection or averaging a call saves and finalises only the
+    columns it can change, see the next test.)"""
     X, y, sample_weight = stream
     params = dict(loss="hinge", algorithm="aogd", adaptive="norm", eta=0.3, theta=0.9,
-                  radius=0.5)
+                  radius=radius)
     ref = pairwise_auc_reference(X, y, sample_weight, average=average, **params)
     clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, average=average,
                                 **params)
@@ -200,6 +202,36 @@ def test_chunks_continue_the_pair_and_match_the_reference(stream, average):
     two.partial_fit(X[[j]], y[[j]])
     assert two.pair_weight_ == 1.0 and np.any(two.coef_)
 
+
+
+def test_a_narrow_call_moves_momentum_outside_its_row_and_takes_it_back(stream):
+    """Without projection or averaging a call on sparse rows saves and
+    finalises only the columns it can change: its rows', the previous
+    row's and those of non-zero momentum (whose weights keep moving), not
+    every column.  One-row calls give the reference model, and a call that
+    fails puts back the momentum it decayed outside its row."""
+    X, y, sample_weight = stream
+    params = dict(loss="hinge", algorithm="aogd", adaptive="norm", eta=0.3, theta=0.9,
+                  radius=None)
+    n = 60
+    ref = pairwise_auc_reference(X[:n], y[:n], sample_weight[:n], average=False, **params)
+    clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, **params)
+    rows = sp.csr_matrix(X)
+    for i in range(n):
+        clf.partial_fit(rows[i:i + 1], y[i:i + 1], classes=[-1, 1],
+                        sample_weight=sample_weight[i:i + 1])
+    _assert_matches(clf, ref, one_pass=False)
+
+    row = rows[n:n + 1]
+    assert sample_weight[n] > 0  # the call takes a step, so finalize runs
+    outside = np.setdiff1d(np.flatnonzero(clf.momentum_[0]),
+                           np.union1d(row.indices, clf.last_sample_indices_))
+    assert outside.size
+    clf.iterate_[0, outside[0]] = np.inf
+    before = pickle.dumps(clf)
+    with pytest.raises(ValueError, match="overflow in this partial_fit call: iterate_"):
+        clf.partial_fit(row, y[n:n + 1])
+    assert pickle.dumps(clf) == before
 
 
 @pytest.mark.parametrize("average, radius", [(False, None), (True, 0.5), (False, 0.5)])
@@ -401,7 +433,7 @@ def test_a_workspace_in_use_is_refused_and_nothing_changes(stream, monkeypatch):
     X, y, sample_weight = stream
     clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False).fit(X, y)
     busy = pairwise_auc.PairwiseWorkspace(X.shape[1])
-    monkeypatch.setattr(pairwise_auc, "PairwiseWorkspace", lambda n_features: busy)
+    monkeypatch.setattr(pairwise_auc, "_take_workspace", lambda n_features: busy)
     busy.in_use = True
     before = pickle.dumps(clf)
     with pytest.raises(ValueError, match="in use by another pass"):
@@ -410,3 +442,26 @@ def test_a_workspace_in_use_is_refused_and_nothing_changes(stream, monkeypatch):
     busy.in_use = False
     clf.partial_fit(X, y)
     assert not busy.in_use and clf.t_ == 2 * X.shape[0]
+
+
+def test_calls_hand_the_workspace_on_clean(stream):
+    """The workspace a call leaves for the next call of its width (of any
+    estimator) is clean: two estimators whose one-row calls alternate, so
+    that each takes the workspace the other just used, learn the models
+    they learn alone, to the bit."""
+    from sklearn_adaprox import pairwise_auc
+    X, y, _ = stream
+    rows = sp.csr_matrix(X)
+    params = dict(theta=0.9, eta=0.3, max_iter=1, tol=None, shuffle=False)
+    first, second = PairwiseAUCClassifier(**params), PairwiseAUCClassifier(**params)
+    for i in range(40):
+        first.partial_fit(rows[i:i + 1], y[i:i + 1], classes=[-1, 1])
+        second.partial_fit(rows[i + 100:i + 101], y[i + 100:i + 101], classes=[-1, 1])
+    assert list(pairwise_auc._SPARE_WORKSPACE) == [X.shape[1]]
+    alone = PairwiseAUCClassifier(**params)
+    for i in range(40):
+        pairwise_auc._SPARE_WORKSPACE.clear()
+        alone.partial_fit(rows[i + 100:i + 101], y[i + 100:i + 101], classes=[-1, 1])
+    for name in ("iterate_", "momentum_", "sum_sq_gradient_", "coef_"):
+        assert_array_equal(getattr(alone, name), getattr(second, name))
+    assert first.t_ == second.t_ == 40

@@ -184,7 +184,9 @@ BENCHMARKS = {
         "`AdaGradClassifier.partial_fit` and `SGDClassifier.partial_fit` on "
         "chunks of 1 to 1000 text-like rows, and river's `learn_one`, from "
         "2**16 to 2**24 columns: a cost per row that does not grow with the "
-        "width is a call that costs what its rows cost.  The second table "
+        "width is a call that costs what its rows cost.  `PairwiseAUCClassifier` "
+        "beside its SGD twin, `SGDClassifier(loss=\"log_loss\")`, on the same "
+        "chunks.  The second table "
         "scores one row at a time, beside the plain products a user could "
         "write instead and river's `predict_proba_one`."),
     "bench_defaults": (
