@@ -582,6 +582,12 @@ class BaseOnlineLinearModel(BaseEstimator):
             workspace = workspaces[k] = make()
         return workspace
 
+    # fit's stopping test compares the mean loss of the last n_iter_no_change
+    # epochs (stopping at the first mean that is not better by tol) instead
+    # of each epoch's, for a progressive loss too noisy to compare epoch by
+    # epoch (the pairwise AUC loss, a mean over the few pairs of an epoch)
+    _stop_on_mean_loss = False
+
     def _run_epochs(self, X, targets, sample_weight, partial, n_jobs=None, order=None):
         """Up to ``max_iter`` passes (one for ``partial_fit``) over X for the
         problems whose targets are listed, with shuffling, progressive loss,
@@ -634,12 +640,19 @@ class BaseOnlineLinearModel(BaseEstimator):
                 # tol.  A NaN loss (nothing to measure, e.g. no pair of opposite
                 # labels) counts as no improvement.
                 problem_loss = epoch_loss / n_problems
+                patience = self.n_iter_no_change
+                if self._stop_on_mean_loss:
+                    recent = self.loss_curve_[-self.n_iter_no_change:]
+                    if len(recent) < self.n_iter_no_change:
+                        continue
+                    problem_loss = sum(recent) / len(recent) / n_problems
+                    patience = 1
                 if not problem_loss <= best_loss - self.tol:
                     n_no_improvement += 1
                 else:
                     n_no_improvement = 0
                 best_loss = min(best_loss, problem_loss)
-                if n_no_improvement >= self.n_iter_no_change:
+                if n_no_improvement >= patience:
                     break
             else:
                 if not partial and self.tol is not None and max_iter > 1:

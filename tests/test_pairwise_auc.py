@@ -465,3 +465,20 @@ def test_calls_hand_the_workspace_on_clean(stream):
     for name in ("iterate_", "momentum_", "sum_sq_gradient_", "coef_"):
         assert_array_equal(getattr(alone, name), getattr(second, name))
     assert first.t_ == second.t_ == 40
+
+
+def test_fit_stops_when_the_mean_loss_of_a_window_stops_improving():
+    """The pair loss of one epoch is a mean over its few opposite-label
+    pairs, too noisy to compare epoch by epoch: fit compares the mean over
+    the last n_iter_no_change epochs, and stops at the first window whose
+    mean is not below the best so far minus tol."""
+    X_train, y_train, _, _ = load_a9a()
+    n, tol = 3, 1e-4
+    clf = PairwiseAUCClassifier(n_iter_no_change=n, tol=tol, random_state=0)
+    clf.fit(X_train[:8000], y_train[:8000])
+    curve = np.asarray(clf.loss_curve_)
+    assert n < clf.n_iter_ == curve.shape[0] < clf.max_iter
+    means = np.convolve(curve, np.ones(n) / n, mode="valid")  # windows ending at n, n+1, ...
+    best = np.minimum.accumulate(means)
+    assert np.all(means[1:-1] <= best[:-2] - tol)  # every window before the last improved
+    assert not means[-1] <= best[-2] - tol
