@@ -27,6 +27,15 @@ ROUNDOFF = 1e-12
 # Line search: Armijo constant and maximum number of halvings.
 ARMIJO = 1e-4
 MAX_HALVINGS = 50
+# Direct (Cholesky) Newton steps are damped the Levenberg-Marquardt way,
+# (H + mu diag(H)) p = -r: a step that its line search would halve more
+# than MAX_NEWTON_HALVINGS times is solved again with mu ten times larger
+# (from 1e-3), up to NEWTON_ATTEMPTS solves, and mu shrinks tenfold after a
+# full step.  Undamped steps on a nearly singular Hessian (a9a's one-hot
+# groups sum to the intercept's column) were accepted only at 2**-36, each
+# halving a pass over the rows: a third of the local phase.
+MAX_NEWTON_HALVINGS = 4
+NEWTON_ATTEMPTS = 3
 # Cap on the conjugate-gradient iterations of one (damped) Newton direction.
 MAX_CG_ITER = 100
 # Row blocks of the batch computations hold about this many float64 values,
@@ -339,7 +348,7 @@ class _Restricted:
         return h
 
 
-def _newton_direction(R, dd, F, r, fit_intercept, max_direct):
+def _newton_direction(R, dd, F, r, fit_intercept, max_direct, damping=0.0):
     """Solve ``H p = -r`` on the free coordinates: Cholesky up to
     ``max_direct`` of them, beyond that conjugate gradients on Hessian-vector
     products (an inexact Newton step: forming and factoring a large dense
@@ -352,11 +361,15 @@ def _newton_direction(R, dd, F, r, fit_intercept, max_direct):
     are many; ``H`` is then singular and undamped CG ran to its iteration
     cap without converging (500 products with X, five times the local
     phase's time on SMS tf-idf).  The damping vanishes with the residual, so
-    the fast local convergence stays."""
+    the fast local convergence stays.
+
+    ``damping``: the direct solve's ``mu`` in ``(H + mu diag(H)) p = -r``
+    (see ``MAX_NEWTON_HALVINGS``)."""
     if F.shape[0] <= max_direct:
         H = R.hessian(dd, F, fit_intercept)
         scale = max(np.trace(H) / H.shape[0], 1e-300)
-        H[np.diag_indices_from(H)] += 1e-12 * scale
+        diag = np.diag_indices_from(H)
+        H[diag] += damping * H[diag] + 1e-12 * scale
         try:
             return -cho_solve(cho_factor(H, lower=True, check_finite=False), r,
                               check_finite=False)
@@ -389,7 +402,8 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
       Hessian of ``f`` on those coordinates only, ``r = g + lam sign(w)``
       the reduced gradient; the zero coordinates stay at zero (beyond
       ``max_newton_support`` non-zeros the system is solved by conjugate
-      gradients).  The line search (backtracking, Armijo) projects each
+      gradients; a direct solve is damped when its steps are too long, see
+      ``MAX_NEWTON_HALVINGS``).  The line search (backtracking, Armijo) projects each
       trial point on the orthant of the pattern: a coordinate whose sign
       would flip is set to zero, i.e. dropped to a smaller sub-manifold;
     * **reduced gradient (proximal) step** on all of ``M``, scaled by the
@@ -431,6 +445,7 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
     m = R.matvec(wA) + b
     f, dl, dd = S.derivatives(m)
     it = 0
+    damping = 0.0
     while True:
         w_live = np.zeros(live.shape[0])
         w_live[at] = wA
@@ -478,24 +493,34 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
         accepted = False
         if newton:
             r = np.append(r_nz, g_b) if fit_intercept else r_nz
-            step = _newton_direction(R, dd, F, r, fit_intercept, max_newton_support)
             sigma = np.sign(wA[F])
-            step_w = step[: F.shape[0]]
-            step_b = step[-1] if fit_intercept else 0.0
-            slope0 = float(r @ step)
-            a = 1.0
-            for _ in range(MAX_HALVINGS if slope0 < 0 else 0):
-                trial = wA[F] + a * step_w
-                trial[sigma * trial <= 0] = 0.0  # sign flip: set to zero, drop
-                wA_new = wA.copy()
-                wA_new[F] = trial
-                b_new = b + a * step_b
-                m_new = R.matvec(wA_new) + b_new
-                phi_new = S.value(m_new) + lam * np.abs(wA_new).sum()
-                if phi_new <= phi + ARMIJO * a * slope0:
-                    accepted = True
+            direct = F.shape[0] <= max_newton_support
+            for _ in range(NEWTON_ATTEMPTS if direct else 1):
+                step = _newton_direction(R, dd, F, r, fit_intercept, max_newton_support,
+                                         damping)
+                step_w = step[: F.shape[0]]
+                step_b = step[-1] if fit_intercept else 0.0
+                slope0 = float(r @ step)
+                a = 1.0
+                halvings = MAX_NEWTON_HALVINGS if direct else MAX_HALVINGS
+                for _ in range(halvings if slope0 < 0 else 0):
+                    trial = wA[F] + a * step_w
+                    trial[sigma * trial <= 0] = 0.0  # sign flip: set to zero, drop
+                    wA_new = wA.copy()
+                    wA_new[F] = trial
+                    b_new = b + a * step_b
+                    m_new = R.matvec(wA_new) + b_new
+                    phi_new = S.value(m_new) + lam * np.abs(wA_new).sum()
+                    if phi_new <= phi + ARMIJO * a * slope0:
+                        accepted = True
+                        break
+                    a *= 0.5
+                if accepted:
+                    if a == 1.0:
+                        damping = damping / 10 if damping > 1e-6 else 0.0
                     break
-                a *= 0.5
+                if direct:
+                    damping = max(10 * damping, 1e-3)
         if not accepted:
             # proximal reduced-gradient step on all of M (and the intercept)
             h = R.hessian_diagonal(dd, np.arange(A.shape[0]), fit_intercept)
