@@ -76,7 +76,8 @@ and the projection scale of a stamp is read from a per-step history), so a
 call costs O(nnz + steps) plus one read of the weights and the momentum;
 without projection or averaging, the caller may instead name the only
 coordinates the call can move (``moving``: its rows', the partner's and
-those of non-zero momentum), and that read is of those alone.
+those of non-zero momentum, which ``momentum_support`` lists at the end of
+the previous call), and that read is of those alone.
 """
 cimport cython
 import numpy as np
@@ -532,6 +533,26 @@ cdef class PairwiseAUCProblem:
                 return 3
         return -1
 
+    def momentum_support(self):
+        """The sorted coordinates of non-zero momentum after ``finalize``
+        (each is stamped: a step caught it up), or None if the call took
+        no step (nothing is stamped, the momentum is unchanged).
+        O(stamped); before ``release_workspace``."""
+        cdef Py_ssize_t q, j, n = 0
+        cdef int64_t[::1] out
+        if self.t < self.first_step:
+            return None
+        support = np.empty(self.workspace.n_stamped, dtype=np.int64)
+        out = support
+        for q in range(self.workspace.n_stamped):
+            j = self.stamped[q]
+            if self.momentum[j] != 0.0:
+                out[n] = j
+                n += 1
+        support = support[:n]
+        support.sort()
+        return support
+
     cdef void release_workspace(self) noexcept nogil:
         """Zero the workspace again (after the call's last read of it)."""
         cdef Py_ssize_t q
@@ -847,9 +868,10 @@ def run_epoch(PairwiseAUCProblem problem,
 
     Returns ``(sum of pair weight * pair loss, sum of pair weights)`` over the
     pairs with different labels, each loss measured before its step, the
-    (indices, values) of the last row used (None if no row had weight), and
+    (indices, values) of the last row used (None if no row had weight),
     ``nonfinite_state()``: which state array the pass left with a NaN or an
-    infinity (-1: none).
+    infinity (-1: none), and ``momentum_support()``: the sorted columns of
+    non-zero momentum (None: the pass took no step).
     """
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
                      problem.coef.shape[0], y.shape[0], sample_weight, order)
@@ -933,5 +955,6 @@ def run_epoch(PairwiseAUCProblem problem,
         last = (np.asarray(problem.partner_indices)[:problem.partner_nnz].copy(),
                 np.asarray(problem.partner_values)[:problem.partner_nnz].copy())
     nonfinite = problem.nonfinite_state()
+    support = problem.momentum_support()
     problem.release_workspace()
-    return sum_loss, sum_weight, last, nonfinite
+    return sum_loss, sum_weight, last, nonfinite, support

@@ -1,6 +1,7 @@
 """PairwiseAUCClassifier: online AUC maximisation (AOGD / OGD for pairwise learning)."""
 import contextlib
 import warnings
+import weakref
 from numbers import Integral, Real
 
 import numpy as np
@@ -31,6 +32,24 @@ AUTO_ETA_SCALE = {"norm": 4.0, "coordinate": 0.5}
 # was half of a one-row partial_fit.  One at a time, so the memory kept is
 # at most that of one workspace (17 bytes per column).
 _SPARE_WORKSPACE = {}
+
+
+# The sorted columns of non-zero momentum of a fitted state, as the pass
+# that made it found them: estimator -> (_state_version, columns).  Outside
+# the estimator: not fitted state (a pickle or a copy starts without it,
+# and reads momentum_ once instead), and keyed by the state's name, so
+# that it is never taken for another state.
+_MOMENTUM_SUPPORT = weakref.WeakKeyDictionary()
+
+
+def _sorted_union(*parts):
+    """The sorted distinct values of int64 arrays: ``np.union1d`` without
+    its hash table, which made it ten times slower on a few thousand
+    columns."""
+    merged = np.sort(np.concatenate(parts))
+    if merged.shape[0] > 1:
+        merged = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
+    return merged
 
 
 def _take_workspace(n_features):
@@ -386,21 +405,26 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
     def _changeable_columns(self, columns):
         """The rows' columns, those of the previous call's last row (the
         first step's partner) and those of non-zero momentum (which only
-        the last J steps leave: ``finalize`` zeroes an older one), found by
-        one read of ``momentum_``."""
+        the last J steps leave: ``finalize`` zeroes an older one).  The
+        last are those the previous pass listed (``_MOMENTUM_SUPPORT``):
+        O(nnz + J nnz), whatever the width.  A state without that list
+        (loaded, copied, merged) is read once instead."""
         d = self.n_features_in_
         momentum, partner = self.momentum_, self.last_sample_indices_
         if not (self._in_place_arrays() and isinstance(momentum, np.ndarray)
                 and momentum.shape == (1, d) and isinstance(partner, np.ndarray)
                 and partner.dtype == np.int64 and partner.ndim == 1):
             return columns  # (a malformed state: the kernel refuses it unchanged)
+        partner = partner[(partner >= 0) & (partner < d)]
+        listed = _MOMENTUM_SUPPORT.get(self)
+        if listed is not None and listed[0] == self.__dict__.get("_state_version"):
+            return _sorted_union(columns, partner, listed[1])
         # a mask, not a union of sorted lists: the momentum's columns are
-        # most of a narrow model's (a union cost a fifth of a one-row call
-        # on 2**16 columns), and flatnonzero of the floats themselves is six
-        # times slower than of this comparison
+        # most of a narrow model's, and flatnonzero of the floats themselves
+        # is six times slower than of this comparison
         moving = momentum[0] != 0
         moving[columns] = True
-        moving[partner[(partner >= 0) & (partner < d)]] = True
+        moving[partner] = True
         return np.flatnonzero(moving)
 
     def _moving_columns(self):
@@ -488,10 +512,12 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             n_averaged=int(self.averaged_steps_),
             moving=self._moving_columns(),
         )
-        sum_loss, sum_weight, last, nonfinite = run_epoch(
+        sum_loss, sum_weight, last, nonfinite, support = run_epoch(
             problem, *rows, y, sample_weight, order)
         if nonfinite >= 0:
             self._kernel_nonfinite = self._kernel_checked_arrays()[nonfinite]
+        if support is not None:
+            self._momentum_support = support  # for _MOMENTUM_SUPPORT
         self.total_sq_gradient_[0] = problem.total_sq_gradient
         self.averaged_steps_ = int(problem.n_averaged)
         if self.verbose:  # the epoch's line counts coef_'s non-zeros
@@ -526,6 +552,10 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         # coef_ once per call, not per epoch: no pass reads it, and on
         # 2**20 columns the copy cost an eighth of an epoch
         self._update_coef()
+        # the columns of non-zero momentum, for the next call on this state
+        support = self.__dict__.pop("_momentum_support", None)
+        if support is not None:
+            _MOMENTUM_SUPPORT[self] = (self._state_version, support)
 
     def _update_coef(self):
         """coef_ from the state: the averaged iterates, or the last one

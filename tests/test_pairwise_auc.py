@@ -234,6 +234,30 @@ def test_a_narrow_call_moves_momentum_outside_its_row_and_takes_it_back(stream):
     assert pickle.dumps(clf) == before
 
 
+def test_listed_and_read_momentum_columns_give_the_same_model(stream):
+    """A pass lists the columns of non-zero momentum for the next call on
+    its state (kept outside the estimator); a state without that list (a
+    pickle) reads momentum_ instead.  The list is exactly that support, and
+    both ways continue to the same model, to the bit."""
+    from sklearn_adaprox import pairwise_auc
+    X, y, _ = stream
+    rows = sp.csr_matrix(X)
+    listed = PairwiseAUCClassifier(eta=0.3, shuffle=False, tol=None, max_iter=3)
+    for i in range(50):
+        listed.partial_fit(rows[i:i + 1], y[i:i + 1], classes=[-1, 1])
+        version, support = pairwise_auc._MOMENTUM_SUPPORT[listed]
+        assert version == listed._state_version
+        assert_array_equal(support, np.flatnonzero(listed.momentum_[0]))
+    read = pickle.loads(pickle.dumps(listed))
+    assert read not in pairwise_auc._MOMENTUM_SUPPORT
+    for model in (listed, read):
+        model.set_params(warm_start=True).fit(rows[50:60], y[50:60])
+        model.partial_fit(rows[60:61], y[60:61])
+    for name in ("iterate_", "momentum_", "sum_sq_gradient_", "coef_", "intercept_"):
+        assert_array_equal(getattr(listed, name), getattr(read, name))
+    assert listed.t_ == read.t_ == 50 + 3 * 10 + 1
+
+
 @pytest.mark.parametrize("average, radius", [(False, None), (True, 0.5), (False, 0.5)])
 def test_epochs_sharing_one_workspace_equal_separate_calls(stream, average, radius):
     """The passes of one fit reuse one per-feature workspace, which each
