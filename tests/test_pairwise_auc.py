@@ -500,9 +500,10 @@ def test_fit_stops_when_the_mean_loss_of_a_window_stops_improving():
     n, tol = 3, 1e-4
     clf = PairwiseAUCClassifier(n_iter_no_change=n, tol=tol, random_state=0)
     clf.fit(X_train[:8000], y_train[:8000])
-    curve = np.asarray(clf.loss_curve_)
-    assert n < clf.n_iter_ == curve.shape[0] < clf.max_iter
-    means = np.convolve(curve, np.ones(n) / n, mode="valid")  # windows ending at n, n+1, ...
+    curve = clf.loss_curve_
+    assert n < clf.n_iter_ == len(curve) < clf.max_iter
+    # the windows ending at epochs n, n + 1, ... (summed as fit sums them)
+    means = np.array([sum(curve[i - n:i]) / n for i in range(n, len(curve) + 1)])
     best = np.minimum.accumulate(means)
     assert np.all(means[1:-1] <= best[:-2] - tol)  # every window before the last improved
     assert not means[-1] <= best[-2] - tol
