@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
 from ._base import BaseOnlineLinearClassifier
-from ._dataset import row_moments
+from ._dataset import row_moments, sorted_distinct
 from ._loss import make_pair_loss
 from ._pairwise_auc_fast import PairwiseAUCProblem, PairwiseWorkspace, run_epoch
 
@@ -40,16 +40,6 @@ _SPARE_WORKSPACE = {}
 # and reads momentum_ once instead), and keyed by the state's name, so
 # that it is never taken for another state.
 _MOMENTUM_SUPPORT = weakref.WeakKeyDictionary()
-
-
-def _sorted_union(*parts):
-    """The sorted distinct values of int64 arrays: ``np.union1d`` without
-    its hash table, which made it ten times slower on a few thousand
-    columns."""
-    merged = np.sort(np.concatenate(parts))
-    if merged.shape[0] > 1:
-        merged = merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
-    return merged
 
 
 def _take_workspace(n_features):
@@ -418,7 +408,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         partner = partner[(partner >= 0) & (partner < d)]
         listed = _MOMENTUM_SUPPORT.get(self)
         if listed is not None and listed[0] == self.__dict__.get("_state_version"):
-            return _sorted_union(columns, partner, listed[1])
+            return sorted_distinct(np.concatenate([columns, partner, listed[1]]))
         # a mask, not a union of sorted lists: the momentum's columns are
         # most of a narrow model's, and flatnonzero of the floats themselves
         # is six times slower than of this comparison
