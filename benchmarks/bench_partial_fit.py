@@ -13,7 +13,11 @@ does not depend on the width shows as a per-row time that stays flat from
 2**16 to 2**24 columns.  Every chunk here is at most 1,024 plain CSR rows,
 so ``AdaGradClassifier``'s calls take its short path (``_short_calls``).
 ``PairwiseAUCClassifier`` (defaults) is timed the same way beside its SGD
-twin, ``SGDClassifier(loss="log_loss")``.
+twin, ``SGDClassifier(loss="log_loss")``, and so are the implicit FTRL
+estimators (defaults): ``ImplicitFTRLClassifier`` (hinge) beside
+``SGDClassifier``, ``ImplicitFTRLRegressor`` (squared error, the labels as
+targets) beside ``SGDRegressor``; their calls take the short path too once
+the first call has fixed G.
 
 A second table scores one row at a time: ``decision_function`` of each
 model on a one-row CSR matrix against the plain products a user could
@@ -29,10 +33,11 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.linear_model import SGDClassifier
+from sklearn.linear_model import SGDClassifier, SGDRegressor
 
 from _results import Results
-from sklearn_adaprox import AdaGradClassifier, PairwiseAUCClassifier
+from sklearn_adaprox import (AdaGradClassifier, ImplicitFTRLClassifier, ImplicitFTRLRegressor,
+                             PairwiseAUCClassifier)
 
 RESULTS = Results("bench_partial_fit")
 
@@ -87,12 +92,14 @@ def main():
     RESULTS.table("per_row", "partial_fit: microseconds per row, by width and chunk size",
                   ["width", "chunk rows", "AdaGradClassifier", "SGDClassifier",
                    "river learn_one", "SGD / ours", "PairwiseAUCClassifier",
-                   "SGDClassifier(log_loss)"],
+                   "SGDClassifier(log_loss)", "ImplicitFTRLClassifier",
+                   "ImplicitFTRLRegressor", "SGDRegressor"],
                   notes=f"Text-like rows of about {NNZ} non-zeros; every model continues "
                   "a state fitted on 1000 rows.  river has no chunks: one row per call.")
     RESULTS.table("score_one", "Scoring one row: microseconds per call, by width",
                   ["width", "AdaGradClassifier", "SGDClassifier", "scipy row @ w",
-                   "numpy data @ w[indices]", "river predict_proba_one"],
+                   "numpy data @ w[indices]", "river predict_proba_one",
+                   "ImplicitFTRLClassifier"],
                   notes="decision_function on a one-row CSR matrix of a fitted model; the "
                   "plain products use a weight vector of the width.")
     try:
@@ -104,7 +111,7 @@ def main():
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
           f"microseconds per row, rows of about {NNZ} non-zeros\n")
     print(f"{'width':>6} {'chunk':>6} {'ours':>9} {'SGD':>9} {'river':>9} {'SGD/ours':>9} "
-          f"{'pairwise':>9} {'SGD(log)':>9}")
+          f"{'pairwise':>9} {'SGD(log)':>9} {'iFTRL':>9} {'iFTRL reg':>9} {'SGDReg':>9}")
     for width in WIDTHS:
         X, y = text_like_rows(4000, width)
         warm_X, warm_y = X[:1000], y[:1000]
@@ -130,11 +137,21 @@ def main():
                                                                  classes=[-1, 1])
             pairwise_cost = per_row(pairwise.partial_fit, pieces, args.budget)
             sgd_log_cost = per_row(sgd_log.partial_fit, pieces, args.budget)
+            ftrl = ImplicitFTRLClassifier().partial_fit(warm_X, warm_y, classes=[-1, 1])
+            ftrl_cost = per_row(ftrl.partial_fit, pieces, args.budget)
+            # the regressors learn the labels as numbers
+            numeric = [(X_chunk, y_chunk.astype(np.float64)) for X_chunk, y_chunk in pieces]
+            ftrl_reg = ImplicitFTRLRegressor().partial_fit(warm_X, warm_y.astype(np.float64))
+            ftrl_reg_cost = per_row(ftrl_reg.partial_fit, numeric, args.budget)
+            sgd_reg = SGDRegressor().partial_fit(warm_X, warm_y.astype(np.float64))
+            sgd_reg_cost = per_row(sgd_reg.partial_fit, numeric, args.budget)
             print(f"2^{int(np.log2(width)):<4d} {chunk:>6d} {ours_cost:9.1f} {sgd_cost:9.1f} "
                   f"{river_cost:9.1f} {sgd_cost / ours_cost:9.2f} {pairwise_cost:9.1f} "
-                  f"{sgd_log_cost:9.1f}", flush=True)
+                  f"{sgd_log_cost:9.1f} {ftrl_cost:9.1f} {ftrl_reg_cost:9.1f} "
+                  f"{sgd_reg_cost:9.1f}", flush=True)
             RESULTS.row("per_row", f"2^{int(np.log2(width))}", chunk, ours_cost, sgd_cost,
-                        river_cost, sgd_cost / ours_cost, pairwise_cost, sgd_log_cost)
+                        river_cost, sgd_cost / ours_cost, pairwise_cost, sgd_log_cost,
+                        ftrl_cost, ftrl_reg_cost, sgd_reg_cost)
         rows = [X[i:i + 1] for i in range(1000, 2000)]
         w = np.random.RandomState(0).standard_normal(width)
         costs = [per_call(ours.decision_function, rows, args.budget),
@@ -142,10 +159,11 @@ def main():
                  per_call(lambda r: r @ w, rows, args.budget),
                  per_call(lambda r: r.data @ w[r.indices], rows, args.budget),
                  per_call(model.predict_proba_one, dicts[1000:2000], args.budget)
-                 if river_linear is not None else np.nan]
+                 if river_linear is not None else np.nan,
+                 per_call(ftrl.decision_function, rows, args.budget)]
         print(f"2^{int(np.log2(width)):<4d} score one row: ours {costs[0]:.1f}, SGD "
               f"{costs[1]:.1f}, row @ w {costs[2]:.1f}, data @ w[indices] {costs[3]:.1f}, "
-              f"river {costs[4]:.1f} us", flush=True)
+              f"river {costs[4]:.1f}, implicit FTRL {costs[5]:.1f} us", flush=True)
         RESULTS.row("score_one", f"2^{int(np.log2(width))}", *costs)
     RESULTS.write(args.json)
 

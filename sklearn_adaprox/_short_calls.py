@@ -1,30 +1,36 @@
-"""The short path of ``AdaGradClassifier``'s calls on a few rows.
+"""The short path of calls on a few rows: ``AdaGradClassifier`` and the
+implicit FTRL estimators.
 
 A stream that learns or scores one row at a time pays, per call, for the
 general validation and the transaction of ``BaseOnlineLinearModel``:
 scikit-learn's input checks, a copy of the attribute dict, the saved columns,
-the epoch loop.  On a row of 50 non-zeros that was some 150 microseconds to
-learn and 30 to score, against 1.5 for the kernel's own work
-(``benchmarks/bench_partial_fit.py``).  This module takes the common case --
-an element-wise model continued with the options it was fitted with, a
-canonical CSR matrix or C-ordered array of a few finite rows of the fitted
-width, labels that are all classes -- through the same kernel with the same
-arguments, so the model is bit for bit the one the general path gives:
+the epoch loop.  On a row of 50 non-zeros that was some 100 to 230
+microseconds to learn and 20 to 30 to score, against 1 to 2 for the kernel's
+own work (``benchmarks/bench_partial_fit.py``).  This module takes the common
+case -- a model continued with the options it was fitted with, a canonical
+CSR matrix or C-ordered array of a few finite rows of the fitted width, labels
+that are all classes (finite numbers for a regressor) -- through the same
+kernel with the same arguments, so the model is bit for bit the one the
+general path gives:
 
 * the input is checked by one compiled scan (``_dataset.plain_rows``) plus a
   few comparisons, and anything it does not vouch for (unsorted or
   duplicated columns, NaN, unknown labels, sample weights, pandas frames,
   changed parameters, ...) goes to the general path, which names the fault;
-* the call stays all or nothing: each problem's pass saves the entries of
-  the rows' columns first and checks them after (``run_epoch(...,
-  all_or_nothing=True)``); they are put back if a pass fails or the call is
-  interrupted, and the scalars of the estimator change only once every pass
-  has succeeded.  A pass that makes the state non-finite is taken back and
-  the call is handed to the general path, which raises its error;
+* the call stays all or nothing: the entries of the rows' columns are saved
+  before the passes and checked after them, with every scalar the passes
+  changed; if a pass fails or the call is interrupted they are put back, and
+  the estimator's own attributes change only once every pass has succeeded.
+  A pass that makes the state non-finite is taken back and the call is
+  handed to the general path, which raises its error;
 * the kernel's Problems are kept between calls (``_SHORT_PATHS``, outside the
   estimator: pickles, ``get_params`` and ``clone`` do not see them) for as
-  long as the estimator's state arrays, its weight rule and its parameters
-  are those they were built for.
+  long as the estimator's state arrays and its parameters are those they
+  were built for.
+
+``_ShortPath`` checks the rows and the labels; a subclass per algorithm
+(``AdaGradPath``, ``ImplicitFTRLPath``, named by the estimator's
+``_short_path_type``) builds the Problems and makes the passes.
 """
 import operator
 import weakref
@@ -32,11 +38,12 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
+from sklearn.base import is_classifier
 from sklearn.utils.class_weight import compute_class_weight
 
-from . import _adagrad_fast
-from ._base import SCALE_LIMIT, check_class_weight, new_state_version
-from ._dataset import dense_row_indices, plain_rows
+from . import _adagrad_fast, _implicit_ftrl_fast
+from ._base import SCALE_LIMIT, all_finite, check_class_weight, new_state_version
+from ._dataset import csr_scores, dense_row_indices, plain_rows
 
 # Chunks up to this many rows take the short path; a larger chunk's own work
 # dwarfs the general path's fixed cost, and its problems may run in threads.
@@ -48,22 +55,19 @@ SHORT_CHUNK_ROWS = 1024
 _SHORT_PATHS = {}
 
 _CSR_TYPES = (sp.csr_matrix, sp.csr_array)
-# (plain_rows, run_epoch, csr_row_scores) for the dtypes of (data, indices):
-# their compiled versions for those types, called without the dispatch on
-# the types of their arguments (a tenth of a short call)
-_SPECIALISED = {
-    (np.dtype(data), np.dtype(index)): (
-        plain_rows[data_name, index_name],
-        _adagrad_fast.run_epoch[data_name, index_name],
-        _adagrad_fast.csr_row_scores[data_name, index_name])
-    for data, data_name in ((np.float64, "double"), (np.float32, "float"))
-    for index, index_name in ((np.int32, "int32_t"), (np.int64, "int64_t"))
-}
-# what a short call changes besides the in-place arrays and loss_curve_: the
-# intercept's sums (in place, as the accumulators) and these (replaced, as a
-# general call does: a user may keep the intercept_ of each call)
-_INTERCEPT_SUMS = ("intercept_sum_gradient_", "intercept_sum_sq_gradient_")
-_SCALARS = ("t_", "n_iter_", "_state_version", "intercept_")
+_ROW_DTYPES = [((np.dtype(data), np.dtype(index)), (data_name, index_name))
+               for data, data_name in ((np.float64, "double"), (np.float32, "float"))
+               for index, index_name in ((np.int32, "int32_t"), (np.int64, "int64_t"))]
+
+
+def _specialised(*functions):
+    """{(data dtype, index dtype): the compiled versions of ``functions``
+    for those types}, called without the dispatch on the types of their
+    arguments (a tenth of a short call)."""
+    return {key: tuple(function[names] for function in functions)
+            for key, names in _ROW_DTYPES}
+
+
 # the row orders of the smallest chunks, read only (the kernels never write them)
 _ORDERS = [np.arange(n, dtype=np.int64) for n in range(17)]
 for _order in _ORDERS:
@@ -71,32 +75,34 @@ for _order in _ORDERS:
 
 
 class _ShortPath:
-    """What the short calls of one estimator reuse: the kernel's Problems
-    on its state arrays, the label tables, and what they were built for."""
+    """What the short calls of one estimator reuse: the label tables and
+    what the path was built for.  A subclass adds the kernel's Problems on
+    the estimator's state (``__init__``), says whether the state is still
+    theirs (``owns``), makes a call's passes (``learn``) and scores plain
+    CSR rows (``scores``)."""
+
+    # (data dtype, index dtype) -> (plain_rows, run_epoch[, csr_row_scores])
+    kernels = {}
 
     def __init__(self, est, params):
-        state = est.__dict__
         self.params = params
-        self.class_weight = (dict(est.class_weight) if isinstance(est.class_weight, dict)
+        self.class_weight = (dict(est.class_weight)
+                             if isinstance(getattr(est, "class_weight", None), dict)
                              else None)  # a dict may change in place
-        # the rule object itself: a general call replaces it (and the
-        # intercept arrays), short calls do not
-        self.rule = state["_rule"]
-        self.array_names = est._in_place_arrays() + _INTERCEPT_SUMS
-        self.arrays = tuple(map(state.get, self.array_names))
-        self.problems = [
-            est._problem(k, self.rule, intercept=0.0, intercept_sum_grad=0.0,
-                         intercept_sum_sq_grad=0.0)
-            for k in range(state["accumulators_"].shape[0])
-        ]
-        classes = est.classes_
         self.n_features = est.n_features_in_
+        self.dense_columns = None  # made at the first dense chunk
+        self.classifier = is_classifier(est)
+        if self.classifier:
+            self._label_tables(est)
+
+    def _label_tables(self, est):
+        classes = est.classes_
         self.class_index = {label: c for c, label in enumerate(classes.tolist())}
         self.class_set = set(self.class_index)
         # targets[k, c]: problem k's +-1 target for class c (one-vs-rest, or
         # class 1 against class 0 for a single problem)
         n_classes = len(classes)
-        positive = np.arange(n_classes) if len(self.problems) > 1 else np.array([1])
+        positive = np.arange(n_classes) if n_classes > 2 else np.array([1])
         self.targets = np.where(positive[:, None] == np.arange(n_classes), 1.0, -1.0)
         self.class_weights = (
             np.ones(n_classes) if est.class_weight is None
@@ -107,19 +113,20 @@ class _ShortPath:
         # a row of class c: its targets and weight, ready for the kernel
         self.one_row = [(np.ascontiguousarray(self.targets[:, [c]]),
                          self.class_weights[[c]]) for c in range(n_classes)]
-        self.dense_columns = None  # made at the first dense chunk
 
     def serves(self, est, params):
-        state = est.__dict__
-        return (params == self.params and state.get("_rule") is self.rule
+        return (params == self.params
                 and (self.class_weight is None or est.class_weight == self.class_weight)
-                and all(map(operator.is_, map(state.get, self.array_names), self.arrays)))
+                and self.owns(est.__dict__))
+
+    def owns(self, state):  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
 
     def rows(self, X, csr_only=False):
         """``(data, indices, indptr, is_dense, largest |x|, kernels)`` of a
         plain X (see the module docstring; ``kernels``: the row of
-        ``_SPECIALISED`` for its dtypes), or None.  ``csr_only``: dense X
-        is None too."""
+        ``kernels`` for its dtypes), or None.  ``csr_only``: dense X is None
+        too."""
         if type(X) in _CSR_TYPES:
             data, indices, indptr, is_dense = X.data, X.indices, X.indptr, False
         elif csr_only or type(X) is not np.ndarray or X.ndim != 2 or not X.flags.c_contiguous:
@@ -132,7 +139,7 @@ class _ShortPath:
         n_rows, n_features = X.shape
         if n_features != self.n_features or not 1 <= n_rows <= SHORT_CHUNK_ROWS:
             return None
-        kernels = _SPECIALISED.get((data.dtype, indices.dtype))
+        kernels = self.kernels.get((data.dtype, indices.dtype))
         if kernels is None or indptr.dtype != indices.dtype:
             return None
         try:
@@ -140,6 +147,247 @@ class _ShortPath:
         except ValueError:  # strided arrays
             return None
         return None if largest < 0 else (data, indices, indptr, is_dense, largest, kernels)
+
+    def labelled(self, y, classes, n_rows):
+        """``(targets, sample_weight, largest factor)`` of the chunk's labels
+        -- each problem's targets (C-ordered rows), the rows' weights, and
+        the largest product of a weight and a target the overflow check
+        must allow for -- or None for labels the general path must read."""
+        # labels as scikit-learn's validation reads them (np.asarray)
+        if type(y) is not np.ndarray:
+            if type(y) not in (list, tuple):
+                return None
+            y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n_rows:
+            return None
+        if not self.classifier:
+            if y.dtype.kind not in "biuf":
+                return None
+            y = np.ascontiguousarray(y, dtype=np.float64)
+            if not all_finite(y):
+                return None
+            return y[None, :], np.ones(n_rows), max(float(np.abs(y).max()), 1.0)
+        if y.dtype.kind not in "biufU":
+            return None
+        try:
+            if classes is not None and set(np.asarray(classes).tolist()) != self.class_set:
+                return None
+            index = [self.class_index[label] for label in y.tolist()]
+        except (KeyError, TypeError):
+            return None
+        if n_rows == 1:
+            targets, sample_weight = self.one_row[index[0]]
+        else:
+            targets = self.targets.take(index, axis=1)  # C-ordered rows
+            sample_weight = self.class_weights[index]
+        return targets, sample_weight, self.largest_weight
+
+
+class AdaGradPath(_ShortPath):
+    """``AdaGradClassifier`` with an element-wise kernel: the state arrays
+    are updated in place, the kernel saves and checks the entries of the
+    rows' columns itself (``run_epoch(..., all_or_nothing=True)``)."""
+
+    kernels = _specialised(plain_rows, _adagrad_fast.run_epoch,
+                           _adagrad_fast.csr_row_scores)
+    # what a short call changes besides the in-place arrays and loss_curve_:
+    # the intercept's sums (in place, as the accumulators) and these
+    # (replaced, as a general call does: a user may keep the intercept_ of
+    # each call)
+    intercept_sums = ("intercept_sum_gradient_", "intercept_sum_sq_gradient_")
+    scalars = ("t_", "n_iter_", "_state_version", "intercept_")
+
+    @classmethod
+    def takes(cls, est):
+        """Whether the estimator's state and options allow a short path
+        (the checks a continuing call of the general path would pass)."""
+        state = est.__dict__
+        if ("accumulators_" not in state
+                or not all(name in state
+                           for name in cls.scalars + cls.intercept_sums + ("loss_curve_",))
+                or est._kernel().name != "elementwise"
+                or state.get("_rule") != est._weight_rule()
+                or ("md_weights_" in state) != (est.update == "mirror_descent")):
+            return False
+        for name in est._in_place_arrays() + cls.intercept_sums:
+            array = state.get(name)
+            if array is not None and not (array.flags.writeable and array.flags.c_contiguous):
+                return False
+        est._check_options(est.n_features_in_, len(est.classes_), False)
+        return True
+
+    def __init__(self, est, params):
+        super().__init__(est, params)
+        state = est.__dict__
+        # the rule object itself: a general call replaces it (and the
+        # intercept arrays), short calls do not
+        self.rule = state["_rule"]
+        self.array_names = est._in_place_arrays() + self.intercept_sums
+        self.arrays = tuple(map(state.get, self.array_names))
+        self.problems = [
+            est._problem(k, self.rule, intercept=0.0, intercept_sum_grad=0.0,
+                         intercept_sum_sq_grad=0.0)
+            for k in range(state["accumulators_"].shape[0])
+        ]
+
+    def owns(self, state):
+        return (state.get("_rule") is self.rule
+                and all(map(operator.is_, map(state.get, self.array_names), self.arrays)))
+
+    def learn(self, est, rows, targets, sample_weight, order):
+        data, indices, indptr, is_dense, _, kernels = rows
+        problems = self.problems
+        state = est.__dict__
+        old = tuple(map(state.__getitem__, self.scalars))
+        t, _, _, intercept = old
+        u, q = state["intercept_sum_gradient_"], state["intercept_sum_sq_gradient_"]
+        before = [(intercept[k], u[k], q[k]) for k in range(len(problems))]
+        curve = state["loss_curve_"]
+        n_points = len(curve)
+        results, started = [], 0
+        try:
+            for k, problem in enumerate(problems):
+                problem.t = t
+                problem.intercept, problem.intercept_sum_grad, problem.intercept_sum_sq_grad = (
+                    before[k])
+                started += 1
+                result = kernels[1](problem, data, indices, indptr, is_dense, self.n_features,
+                                    targets[k], sample_weight, order, True)
+                if result is None:  # non-finite: taken back by the kernel
+                    for earlier in problems[:k]:
+                        earlier.restore_columns()
+                    return False  # the general path raises its error
+                results.append(result)
+            total_loss, total_weight = results[0]
+            for result in results[1:]:
+                total_loss += result[0]
+            curve.append(total_loss / total_weight if total_weight > 0 else np.nan)
+            for k, problem in enumerate(problems):
+                u[k] = problem.intercept_sum_grad
+                q[k] = problem.intercept_sum_sq_grad
+            state.update(zip(self.scalars, (problems[0].t, 1, new_state_version(),
+                                            np.array([p.intercept for p in problems]))))
+        except BaseException:  # e.g. KeyboardInterrupt: back to the state before
+            for problem in problems[:started]:
+                problem.restore_columns()
+            for k, (_, sum_grad, sum_sq_grad) in enumerate(before):
+                u[k], q[k] = sum_grad, sum_sq_grad
+            del curve[n_points:]
+            state.update(zip(self.scalars, old))
+            raise
+        return True
+
+    def scores(self, est, X, rows):
+        data, indices, indptr, _, _, kernels = rows
+        scores = np.empty((X.shape[0], len(self.problems)))
+        t, intercept = est.t_, est.intercept_
+        for k, problem in enumerate(self.problems):
+            problem.t = t
+            kernels[2](problem, data, indices, indptr, intercept[k], scores, k)
+        return scores
+
+
+class ImplicitFTRLPath(_ShortPath):
+    """``ImplicitFTRLClassifier`` and ``ImplicitFTRLRegressor`` once the
+    first call has fixed G (and with it lambda): ``scaled_coef_`` is updated
+    in place; its entries at the rows' columns are saved here before the
+    passes and checked after them, with the scalars of every problem."""
+
+    kernels = _specialised(plain_rows, _implicit_ftrl_fast.run_epoch, csr_scores)
+    # the per-problem values a call changes (replaced by new arrays, as a
+    # general call replaces them), and the call's own
+    after_names = ("scaled_intercept_", "intercept_", "lambda_", "pending_gamma_",
+                   "sq_norm_scaled_coef_", "cumulative_loss_", "cumulative_weight_")
+    changed = after_names + ("t_", "n_iter_", "_state_version", "average_loss_")
+    state_names = ("scaled_coef_", "beta_", "loss_curve_") + changed
+
+    @classmethod
+    def takes(cls, est):
+        state = est.__dict__
+        if not all(name in state for name in cls.state_names):
+            return False
+        theta = state["scaled_coef_"]
+        lam = state["lambda_"]
+        # before G is fixed the first pass estimates it from the data
+        return (theta.flags.writeable and theta.flags.c_contiguous
+                and bool(np.all(lam > 0)) and all_finite(lam)
+                and not (est.loss == "huber" and getattr(est, "epsilon", None) == 0))
+
+    def __init__(self, est, params):
+        super().__init__(est, params)
+        state = est.__dict__
+        self.theta = state["scaled_coef_"]
+        self.beta = state["beta_"].tolist()
+        loss = est._make_loss()
+        thetas = [self.theta] if self.theta.ndim == 1 else list(self.theta)
+        self.problems = [
+            _implicit_ftrl_fast.ImplicitFTRLProblem(
+                loss=loss, update=est.update, beta=self.beta[k],
+                fit_intercept=bool(est.fit_intercept), theta=theta, theta_intercept=0.0,
+                lam=1.0, gamma=0.0, sq_norm_theta=0.0, t=0)
+            for k, theta in enumerate(thetas)
+        ]
+
+    def owns(self, state):
+        return state.get("scaled_coef_") is self.theta and state["beta_"].tolist() == self.beta
+
+    def learn(self, est, rows, targets, sample_weight, order):
+        data, indices, indptr, is_dense, _, kernels = rows
+        state = est.__dict__
+        theta = self.theta
+        columns = (..., slice(None) if is_dense else indices)  # the entries a pass changes
+        saved = theta[columns].copy() if is_dense else theta[columns]
+        old = {name: state[name] for name in self.changed}
+        curve = state["loss_curve_"]
+        n_points = len(curve)
+        t, intercepts, lams, gammas, sq_norms = (
+            old["t_"], old["scaled_intercept_"], old["lambda_"], old["pending_gamma_"],
+            old["sq_norm_scaled_coef_"])
+        try:
+            # per problem, its values of after_names (the pass's loss and
+            # weight for the last two, summed below)
+            after, passes = [], []
+            for k, problem in enumerate(self.problems):
+                problem.t = t
+                problem.theta_intercept, problem.lam = intercepts[k], lams[k]
+                problem.gamma, problem.sq_norm_theta = gammas[k], sq_norms[k]
+                loss, weight = kernels[1](problem, data, indices, indptr, is_dense,
+                                          self.n_features, targets[k], sample_weight, order)
+                after.append((problem.theta_intercept, problem.intercept, problem.lam,
+                              problem.gamma, problem.sq_norm_theta, loss, weight))
+                passes.append((loss, weight))
+            after = np.array(after).T.copy()  # a row per name
+            after[5] += old["cumulative_loss_"]
+            after[6] += old["cumulative_weight_"]
+            if not (all_finite(after.ravel()) and all_finite(theta[columns].ravel())):
+                raise FloatingPointError  # the general path names what overflowed
+            new = dict(zip(self.after_names, after))
+            total_weight = passes[0][1]  # the loss of the call, as the general path's
+            curve.append(sum(loss for loss, _ in passes) / total_weight if total_weight > 0
+                         else np.nan)
+            new.update(t_=self.problems[0].t, n_iter_=1, _state_version=new_state_version())
+            state.update(new)
+            est._after_call()
+        except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
+            theta[columns] = saved
+            del curve[n_points:]
+            state.update(old)
+            if isinstance(exc, FloatingPointError):
+                return False
+            raise
+        return True
+
+    def scores(self, est, X, rows):
+        data, indices, indptr, _, _, kernels = rows
+        if 2 * data.shape[0] >= self.n_features:
+            return est._sparse_products(X) + est.intercept_  # the general path's
+        # each entry's weight, as the general path computes the weights of
+        # the rows' columns (_sparse_products), summed in the same order by
+        # the same kernel: the same scores, bit for bit
+        weights = np.ascontiguousarray(np.atleast_2d(est._weights(self.theta[..., indices])))
+        positions = np.arange(data.shape[0], dtype=np.int64)
+        scores = kernels[2](data, positions, indptr, weights)
+        return (scores if self.theta.ndim == 2 else scores[:, 0]) + est.intercept_
 
 
 _PARAM_GETTERS = {}
@@ -155,11 +403,11 @@ def _params(est):
 
 
 def _short_path(est):
-    """The estimator's _ShortPath, made if its state and options allow one
+    """The estimator's short path, made if its state and options allow one
     (the checks a continuing call of the general path would pass), or
     None."""
     state = est.__dict__
-    if "accumulators_" not in state or "feature_names_in_" in state:
+    if "n_features_in_" not in state or "feature_names_in_" in state:
         return None
     try:
         params = _params(est)
@@ -168,31 +416,24 @@ def _short_path(est):
     known = _SHORT_PATHS.get(id(est))
     if known is not None and known[0]() is est and known[1].serves(est, params):
         return known[1]
-    if (est.verbose
-            or not all(name in state for name in _SCALARS + _INTERCEPT_SUMS + ("loss_curve_",))
-            or est._kernel().name != "elementwise"
-            or state.get("_rule") != est._weight_rule()
-            or ("md_weights_" in state) != (est.update == "mirror_descent")
-            or est.class_weight == "balanced"):
+    if est.verbose or getattr(est, "class_weight", None) == "balanced":
         return None
-    for name in est._in_place_arrays() + _INTERCEPT_SUMS:
-        array = state.get(name)
-        if array is not None and not (array.flags.writeable and array.flags.c_contiguous):
-            return None
+    path_type = est._short_path_type
     try:
-        est._check_options(est.n_features_in_, len(est.classes_), False)
-        if isinstance(est.class_weight, dict):
+        if not path_type.takes(est):
+            return None
+        if isinstance(getattr(est, "class_weight", None), dict):
             check_class_weight(est.class_weight, est.classes_)
-    except ValueError:  # the general path raises it
+        path = path_type(est, params)
+    except (ValueError, KeyError, TypeError):  # the general path raises it
         return None
-    path = _ShortPath(est, params)
     key = id(est)  # free again only once est is gone, and its entry with it
     _SHORT_PATHS[key] = (weakref.ref(est, lambda _: _SHORT_PATHS.pop(key, None)), path)
     return path
 
 
 def short_partial_fit(est, X, y, classes, sample_weight):
-    """``est.partial_fit(X, y, classes)`` through the short path when it
+    """``est.partial_fit(X, y[, classes])`` through the short path when it
     takes the call (True), else nothing done (False)."""
     if sample_weight is not None:
         return False
@@ -202,73 +443,18 @@ def short_partial_fit(est, X, y, classes, sample_weight):
     rows = path.rows(X)
     if rows is None:
         return False
-    data, indices, indptr, is_dense, largest, kernels = rows
     n_rows = X.shape[0]
-    problems = path.problems
-    if len(problems) > 1 and n_rows > 1 and effective_n_jobs(est.n_jobs) > 1:
+    if (len(path.problems) > 1 and n_rows > 1
+            and effective_n_jobs(getattr(est, "n_jobs", None)) > 1):
         return False  # the general path runs the problems in threads
-    # labels as scikit-learn's validation reads them (np.asarray), then
-    # looked up among the classes
-    if type(y) is not np.ndarray:
-        if type(y) not in (list, tuple):
-            return False
-        y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != n_rows or y.dtype.kind not in "biufU":
+    labelled = path.labelled(y, classes, n_rows)
+    if labelled is None:
         return False
-    try:
-        if classes is not None and set(np.asarray(classes).tolist()) != path.class_set:
-            return False
-        index = [path.class_index[label] for label in y.tolist()]
-    except (KeyError, TypeError):
-        return False
-    if max(largest, 1.0) * path.largest_weight >= SCALE_LIMIT:
+    targets, sample_weight, factor = labelled
+    if max(rows[4], 1.0) * factor >= SCALE_LIMIT:
         return False  # the general path checks the chunk's own weights
-    if n_rows == 1:
-        targets, sample_weight = path.one_row[index[0]]
-    else:
-        targets = path.targets.take(index, axis=1)  # C-ordered rows
-        sample_weight = path.class_weights[index]
     order = _ORDERS[n_rows] if n_rows < len(_ORDERS) else np.arange(n_rows, dtype=np.int64)
-
-    state = est.__dict__
-    old = tuple(map(state.__getitem__, _SCALARS))
-    t, _, _, intercept = old
-    u, q = state["intercept_sum_gradient_"], state["intercept_sum_sq_gradient_"]
-    before = [(intercept[k], u[k], q[k]) for k in range(len(problems))]
-    curve = state["loss_curve_"]
-    n_points = len(curve)
-    results, started = [], 0
-    try:
-        for k, problem in enumerate(problems):
-            problem.t = t
-            problem.intercept, problem.intercept_sum_grad, problem.intercept_sum_sq_grad = (
-                before[k])
-            started += 1
-            result = kernels[1](problem, data, indices, indptr, is_dense, path.n_features,
-                                targets[k], sample_weight, order, True)
-            if result is None:  # non-finite: taken back by the kernel
-                for earlier in problems[:k]:
-                    earlier.restore_columns()
-                return False  # the general path raises its error
-            results.append(result)
-        total_loss, total_weight = results[0]
-        for result in results[1:]:
-            total_loss += result[0]
-        curve.append(total_loss / total_weight if total_weight > 0 else np.nan)
-        for k, problem in enumerate(problems):
-            u[k] = problem.intercept_sum_grad
-            q[k] = problem.intercept_sum_sq_grad
-        state.update(zip(_SCALARS, (problems[0].t, 1, new_state_version(),
-                                    np.array([p.intercept for p in problems]))))
-    except BaseException:  # e.g. KeyboardInterrupt: back to the state before
-        for problem in problems[:started]:
-            problem.restore_columns()
-        for k, (_, sum_grad, sum_sq_grad) in enumerate(before):
-            u[k], q[k] = sum_grad, sum_sq_grad
-        del curve[n_points:]
-        state.update(zip(_SCALARS, old))
-        raise
-    return True
+    return path.learn(est, rows, targets, sample_weight, order)
 
 
 def short_scores(est, X):
@@ -280,11 +466,4 @@ def short_scores(est, X):
     rows = path.rows(X, csr_only=True)
     if rows is None:
         return None
-    data, indices, indptr, _, _, kernels = rows
-    scores = np.empty((X.shape[0], len(path.problems)))
-    t, intercept = est.t_, est.intercept_
-    for k, problem in enumerate(path.problems):
-        problem.t = t
-        kernels[2](problem, data, indices, indptr, intercept[k],
-                                     scores, k)
-    return scores
+    return path.scores(est, X, rows)

@@ -22,7 +22,7 @@ from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
 from ._adagrad_multinomial_fast import MultinomialProblem
 from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
-from ._short_calls import short_partial_fit, short_scores
+from ._short_calls import AdaGradPath, short_partial_fit, short_scores
 
 # Penalties over the rows of the weight matrix (a feature for all classes).
 MIXED_NORM_PENALTIES = ("l1_l2", "l1_linf")
@@ -586,6 +586,8 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         self.class_weight = class_weight
         self.n_jobs = n_jobs
         self.verbose = verbose
+
+    _short_path_type = AdaGradPath
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         # A call on a few plain rows of a fitted element-wise model takes

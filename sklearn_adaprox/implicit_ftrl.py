@@ -11,6 +11,7 @@ from ._base import BaseOnlineLinearClassifier, BaseOnlineLinearRegressor
 from ._dataset import gradient_bound, row_moments
 from ._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
 from ._loss import make_loss
+from ._short_calls import ImplicitFTRLPath, short_partial_fit, short_scores
 
 UPDATES = ("linear", "truncated", "twostep", "proximal")
 
@@ -77,6 +78,15 @@ class _ImplicitFTRLMixin:
         # a model pickled under the old names loads under the new ones
         state = {self._renamed_state.get(key, key): value for key, value in state.items()}
         super().__setstate__(state)
+
+    # A call on a few plain rows, once G is fixed, takes the short path of
+    # _short_calls (the same model, bit for bit); any other goes through the
+    # general validation and transaction.
+    _short_path_type = ImplicitFTRLPath
+
+    def _scores(self, X):
+        scores = short_scores(self, X)
+        return super()._scores(X) if scores is None else scores
 
     def _make_loss(self):
         return make_loss(self.loss, epsilon=getattr(self, "epsilon", None))
@@ -477,6 +487,13 @@ class ImplicitFTRLRegressor(_ImplicitFTRLMixin, BaseOnlineLinearRegressor):
         self.warm_start = warm_start
         self.verbose = verbose
 
+    def partial_fit(self, X, y, sample_weight=None):
+        if short_partial_fit(self, X, y, None, sample_weight):
+            return self
+        return super().partial_fit(X, y, sample_weight=sample_weight)
+
+    partial_fit.__doc__ = BaseOnlineLinearRegressor.partial_fit.__doc__
+
     def _fit_or_partial_fit(self, X, y, sample_weight, partial):
         if self.loss == "huber" and self.epsilon == 0:
             raise ValueError("epsilon must be > 0 for the huber loss.")
@@ -577,6 +594,12 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        if short_partial_fit(self, X, y, classes, sample_weight):
+            return self
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+
+    partial_fit.__doc__ = BaseOnlineLinearClassifier.partial_fit.__doc__
 
     @available_if(lambda est: est.loss == "log_loss")
     def predict_proba(self, X):

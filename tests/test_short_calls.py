@@ -8,7 +8,8 @@ import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_array_equal
 
-from sklearn_adaprox import AdaGradClassifier, _short_calls
+from sklearn_adaprox import (AdaGradClassifier, ImplicitFTRLClassifier, ImplicitFTRLRegressor,
+                              _short_calls)
 from sklearn_adaprox._base import BaseOnlineLinearClassifier, BaseOnlineLinearModel
 
 
@@ -199,11 +200,19 @@ def test_a_short_call_that_overflows_the_state_raises_and_changes_nothing(genera
     X, y = _stream()
     model = AdaGradClassifier(eta=1e308, update="mirror_descent").partial_fit(
         X[:1], y[:1], classes=[0, 1])
+    _assert_overflow_raises_and_changes_nothing(
+        model, ((X[i:i + 1] * 1e100, y[i:i + 1]) for i in range(1, 30)), general_calls)
+
+
+def _assert_overflow_raises_and_changes_nothing(model, chunks, general_calls):
+    """Learn the chunks until one makes the state non-finite: that call
+    raises (through the general path, the only call that reaches it) and
+    leaves the model as it was."""
     del general_calls[:]
-    for i in range(1, 30):
+    for X, y in chunks:
         before = pickle.dumps(model)
         try:
-            model.partial_fit(X[i:i + 1] * 1e100, y[i:i + 1])
+            model.partial_fit(X, y)
         except ValueError as exc:
             assert "Floating-point overflow" in str(exc)
             assert pickle.dumps(model) == before
@@ -220,7 +229,7 @@ def test_a_later_problem_failing_takes_back_the_earlier_ones(monkeypatch, genera
     quick, general = _twins(X, y, [0, 1, 2])
     quick.partial_fit(X[10:11], y[10:11])
     general.partial_fit(X[10:11], y[10:11], sample_weight=[1.0])
-    kernels = _short_calls._SPECIALISED[(np.dtype(np.float64), np.dtype(np.int32))]
+    kernels = _short_calls.AdaGradPath.kernels[(np.dtype(np.float64), np.dtype(np.int32))]
     passes = []
 
     def failing_second(problem, *args):
@@ -231,7 +240,7 @@ def test_a_later_problem_failing_takes_back_the_earlier_ones(monkeypatch, genera
             return None
         return result
 
-    monkeypatch.setitem(_short_calls._SPECIALISED,
+    monkeypatch.setitem(_short_calls.AdaGradPath.kernels,
                         (np.dtype(np.float64), np.dtype(np.int32)),
                         (kernels[0], failing_second, kernels[2]))
     del general_calls[:]
@@ -241,12 +250,15 @@ def test_a_later_problem_failing_takes_back_the_earlier_ones(monkeypatch, genera
     _assert_same_model(quick, general)
 
 
-def test_an_interrupted_short_call_changes_nothing(monkeypatch):
+@pytest.mark.parametrize("model_type", [AdaGradClassifier, ImplicitFTRLClassifier])
+def test_an_interrupted_short_call_changes_nothing(model_type, monkeypatch):
     X, y = _stream(n_classes=3)
-    model = AdaGradClassifier().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
+    model = model_type().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
     model.partial_fit(X[10:11], y[10:11])
     before = pickle.dumps(model)
-    kernels = _short_calls._SPECIALISED[(np.dtype(np.float64), np.dtype(np.int32))]
+    table = model_type._short_path_type.kernels
+    key = (np.dtype(np.float64), np.dtype(np.int32))
+    kernels = table[key]
     passes = []
 
     def interrupted_after_two(problem, *args):
@@ -255,9 +267,144 @@ def test_an_interrupted_short_call_changes_nothing(monkeypatch):
             raise KeyboardInterrupt
         return passes[-1]
 
-    monkeypatch.setitem(_short_calls._SPECIALISED,
-                        (np.dtype(np.float64), np.dtype(np.int32)),
-                        (kernels[0], interrupted_after_two, kernels[2]))
+    monkeypatch.setitem(table, key, (kernels[0], interrupted_after_two) + kernels[2:])
     with pytest.raises(KeyboardInterrupt):
-        model.partial_fit(X[11:12], y[11:12])
+        model.partial_fit(X[11:13], y[11:13])
+    assert len(passes) == 2
     assert pickle.dumps(model) == before
+
+# ----------------------------------------------------------------------
+# implicit FTRL (classifier and regressor): the same promises
+
+def _ftrl_twins(kind, X, y, **params):
+    """Two implicit FTRL models fitted on the first rows (which fix G):
+    one to stream through the short path, one through the general path."""
+    first = slice(0, 10)
+    if kind == "regressor":
+        return [ImplicitFTRLRegressor(**params).partial_fit(X[first], y[first])
+                for _ in range(2)]
+    classes = np.unique(y)
+    return [ImplicitFTRLClassifier(**params).partial_fit(X[first], y[first], classes=classes)
+            for _ in range(2)]
+
+
+def _ftrl_stream(kind, seed=0):
+    if kind == "regressor":
+        rng = np.random.RandomState(seed)
+        X = sp.random(120, 40, density=0.15, format="csr", random_state=rng)
+        return X, X @ rng.standard_normal(40) + 0.1 * rng.standard_normal(120)
+    return _stream(n_classes=3 if kind == "3 classes" else 2, seed=seed)
+
+
+FTRL_KINDS = ["2 classes", "3 classes", "regressor"]
+FTRL_LOSSES = {"2 classes": ["hinge", "log_loss"], "3 classes": ["log_loss"],
+               "regressor": ["squared_error", "absolute_error", "epsilon_insensitive",
+                             "huber"]}
+
+
+@pytest.mark.parametrize("update", ["linear", "truncated", "twostep", "proximal"])
+@pytest.mark.parametrize("kind, loss", [(kind, loss) for kind in FTRL_KINDS
+                                        for loss in FTRL_LOSSES[kind]])
+@pytest.mark.parametrize("dense", [False, True])
+def test_implicit_ftrl_short_calls_give_the_general_path_model(kind, loss, update, dense,
+                                                               general_calls):
+    X, y = _ftrl_stream(kind)
+    if dense:
+        X = X.toarray()
+    quick, general = _ftrl_twins(kind, X, y, loss=loss, update=update)
+    del general_calls[:]
+    for rows in _chunks(X.shape[0], 10):
+        # labels as a list too
+        quick.partial_fit(X[rows], y[rows].tolist() if rows.start % 2 else y[rows])
+        general.partial_fit(X[rows], y[rows], sample_weight=np.ones(rows.stop - rows.start))
+    assert quick not in general_calls and general in general_calls
+    _assert_same_model(quick, general)
+    if not dense:  # scores of a few CSR rows: the short path against the general one
+        for rows in _chunks(20, 0):
+            short = _short_calls.short_scores(quick, X[rows])
+            assert short is not None
+            assert_array_equal(short, BaseOnlineLinearModel._scores(general, X[rows]))
+            assert_array_equal(quick.predict(X[rows]), general.predict(X[rows]))
+    # scaled_intercept_ and intercept_ are new arrays at every call, as the
+    # general path's: the ones a user kept stay what they were
+    kept, value = quick.intercept_, quick.intercept_.copy()
+    quick.partial_fit(X[:1], y[:1])
+    assert quick.intercept_ is not kept
+    assert_array_equal(kept, value)
+
+
+@pytest.mark.parametrize("kind", FTRL_KINDS)
+def test_implicit_ftrl_changed_parameters_and_a_pickle_are_followed(kind, general_calls):
+    X, y = _ftrl_stream(kind)
+    quick, general = _ftrl_twins(kind, X, y, update="linear")
+    weights = {} if kind == "regressor" else {"class_weight": {y[0]: 2.0}}
+    for rows in _chunks(X.shape[0], 10):
+        if rows.start == 40:
+            quick.set_params(update="proximal", **weights)
+            general.set_params(update="proximal", **weights)
+        if rows.start == 70:
+            quick = pickle.loads(pickle.dumps(quick))
+        if rows.start == 100:
+            quick.update = general.update = "twostep"  # set directly
+        quick.partial_fit(X[rows], y[rows])
+        general.partial_fit(X[rows], y[rows], sample_weight=np.ones(rows.stop - rows.start))
+    _assert_same_model(quick, general)
+
+
+def test_implicit_ftrl_calls_before_g_is_fixed_take_the_general_path(general_calls):
+    """G (and lambda) are fixed by the first call with a non-zero weight,
+    from its data: until then every call is the general path's."""
+    X, y = _ftrl_stream("regressor")
+    quick = ImplicitFTRLRegressor().partial_fit(X[:3], y[:3], sample_weight=np.zeros(3))
+    general = ImplicitFTRLRegressor().partial_fit(X[:3], y[:3], sample_weight=np.zeros(3))
+    del general_calls[:]
+    quick.partial_fit(X[3:4], y[3:4])
+    assert general_calls == [quick]
+    quick.partial_fit(X[4:6], y[4:6])
+    assert general_calls == [quick]
+    general.partial_fit(X[3:4], y[3:4], sample_weight=[1.0])
+    general.partial_fit(X[4:6], y[4:6], sample_weight=[1.0, 1.0])
+    _assert_same_model(quick, general)
+
+
+@pytest.mark.parametrize("case", ["NaN target", "string target", "2-d target",
+                                  "huber without epsilon", "NaN", "width"])
+def test_implicit_ftrl_what_the_short_path_declines_gets_the_general_message(case):
+    X, y = _ftrl_stream("regressor")
+    model = ImplicitFTRLRegressor(loss="huber", epsilon=1.0).partial_fit(X[:10], y[:10])
+    model.partial_fit(X[10:11], y[10:11])  # the short path is set up
+    before = pickle.dumps(model)
+    row, target = X[3:4], y[3:4]
+    message = {"NaN target": "NaN", "string target": "convert",
+               "2-d target": "1d array", "huber without epsilon": "epsilon must be",
+               "NaN": "NaN", "width": "features"}[case]
+    if case == "NaN target":
+        target = np.array([np.nan])
+    elif case == "string target":
+        target = np.array(["a"])
+    elif case == "2-d target":
+        row, target = X[3:5], np.ones((2, 2))
+    elif case == "huber without epsilon":
+        model.epsilon = 0.0
+    elif case == "NaN":
+        row = row.copy()
+        row.data[0] = np.nan
+    else:
+        row = sp.csr_matrix((1, X.shape[1] + 1))
+    with pytest.raises(ValueError, match=message):
+        model.partial_fit(row, target)
+    if case == "huber without epsilon":
+        model.epsilon = 1.0
+    assert pickle.dumps(model) == before
+
+
+def test_implicit_ftrl_a_short_call_that_overflows_raises_and_changes_nothing(
+        general_calls):
+    """Targets and rows so large that a pass makes the state non-finite:
+    the short path puts the state back and hands the call to the general
+    path, which raises."""
+    X, y = _ftrl_stream("regressor")
+    model = ImplicitFTRLRegressor(update="linear", beta=1e-30).partial_fit(X[:10], y[:10])
+    _assert_overflow_raises_and_changes_nothing(
+        model, ((X[i:i + 1] * 1e60, y[i:i + 1] * 1e70) for i in range(10, 60)),
+        general_calls)
