@@ -318,15 +318,10 @@ class ImplicitFTRLPath(_ShortPath):
         state = est.__dict__
         self.theta = state["scaled_coef_"]
         self.beta = state["beta_"].tolist()
+        # the estimator's own Problems (one loss object shared); a call
+        # sets their scalars from the state before its pass
         loss = est._make_loss()
-        thetas = [self.theta] if self.theta.ndim == 1 else list(self.theta)
-        self.problems = [
-            _implicit_ftrl_fast.ImplicitFTRLProblem(
-                loss=loss, update=est.update, beta=self.beta[k],
-                fit_intercept=bool(est.fit_intercept), theta=theta, theta_intercept=0.0,
-                lam=1.0, gamma=0.0, sq_norm_theta=0.0, t=0)
-            for k, theta in enumerate(thetas)
-        ]
+        self.problems = [est._problem(k, loss) for k in range(len(self.beta))]
 
     def owns(self, state):
         return state.get("scaled_coef_") is self.theta and state["beta_"].tolist() == self.beta

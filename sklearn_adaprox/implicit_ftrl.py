@@ -166,6 +166,16 @@ class _ImplicitFTRLMixin:
         )
         return G if G > 0 else 1.0
 
+    def _problem(self, k, loss):
+        """The kernel's view of problem k of the fitted state (lambda fixed),
+        its theta updated in place."""
+        theta = self.scaled_coef_ if self.scaled_coef_.ndim == 1 else self.scaled_coef_[k]
+        return ImplicitFTRLProblem(
+            loss=loss, update=self.update, beta=self.beta_[k],
+            fit_intercept=bool(self.fit_intercept), theta=theta,
+            theta_intercept=self.scaled_intercept_[k], lam=self.lambda_[k],
+            gamma=self.pending_gamma_[k], sq_norm_theta=self.sq_norm_scaled_coef_[k], t=self.t_)
+
     def _run_epoch(self, k, rows, y, sample_weight, order):
         if np.isnan(self.lambda_[k]):
             if not np.any(sample_weight):
@@ -182,12 +192,7 @@ class _ImplicitFTRLMixin:
             self.beta_[k] = beta
             self.G_[k] = G
             self.lambda_[k] = lambda_1
-        theta = self.scaled_coef_ if self.scaled_coef_.ndim == 1 else self.scaled_coef_[k]
-        problem = ImplicitFTRLProblem(
-            loss=self._make_loss(), update=self.update, beta=self.beta_[k],
-            fit_intercept=bool(self.fit_intercept), theta=theta,
-            theta_intercept=self.scaled_intercept_[k], lam=self.lambda_[k],
-            gamma=self.pending_gamma_[k], sq_norm_theta=self.sq_norm_scaled_coef_[k], t=self.t_)
+        problem = self._problem(k, self._make_loss())
         sum_loss, sum_weight = run_epoch(problem, *rows, y, sample_weight, order)
         self.scaled_intercept_[k] = problem.theta_intercept
         self.intercept_[k] = problem.intercept
