@@ -15,6 +15,8 @@
 # caller (a future one, or two threads racing on one estimator) can make a
 # kernel read or write past the end of an array.
 from cython cimport floating
+from libc.float cimport DBL_MAX
+from libc.math cimport fabs, fmax
 from libc.stddef cimport size_t
 from libc.stdint cimport int32_t, int64_t
 
@@ -244,3 +246,51 @@ cdef inline int check_pass_input(
     if out_of_range:
         raise ValueError(f"Row order names row {bad} of {n_rows}.")
     return 0
+
+
+cdef inline double plain_rows_largest(
+    const floating[::1] X_data,
+    const index_t[::1] X_indices,
+    const index_t[::1] X_indptr,
+    bint is_dense,
+    Py_ssize_t n_features,
+    Py_ssize_t n_rows,
+) noexcept:
+    """The largest magnitude of the ``n_rows`` rows when they are "plain",
+    else -1: every value finite and, for CSR arrays, row pointers from 0 to
+    the number of entries, never decreasing, and the columns of each row
+    strictly increasing within [0, n_features) (scipy's canonical format:
+    no duplicate to sum).
+
+    What ``check_sparse_structure``, the finiteness check and the duplicate
+    scan of a call would conclude, in one compiled pass: the short paths of
+    a call on a few rows (``_short_calls``) take only such rows and leave
+    everything else to the general validation, whose messages name the
+    fault.  O(nnz + n_rows)."""
+    cdef Py_ssize_t i, k, nnz = X_data.shape[0]
+    cdef double v, biggest = 0.0
+    if n_rows < 1:
+        return -1.0
+    if is_dense:
+        if nnz != n_rows * n_features:
+            return -1.0
+    elif (X_indptr.shape[0] != n_rows + 1 or X_indptr[0] != 0
+            or X_indptr[n_rows] != nnz or X_indices.shape[0] != nnz):
+        return -1.0
+    with nogil:
+        if not is_dense:
+            for i in range(n_rows):  # every pointer first: the scan below trusts them
+                if X_indptr[i + 1] < X_indptr[i]:
+                    return -1.0
+            for i in range(n_rows):
+                for k in range(X_indptr[i], X_indptr[i + 1]):
+                    if X_indices[k] < 0 or X_indices[k] >= n_features:
+                        return -1.0
+                    if k > X_indptr[i] and X_indices[k] <= X_indices[k - 1]:
+                        return -1.0
+        for k in range(nnz):
+            v = fabs(X_data[k])
+            if not v <= DBL_MAX:  # infinite or NaN
+                return -1.0
+            biggest = fmax(biggest, v)
+    return biggest

@@ -34,12 +34,16 @@ where ``<theta_t, z_t> = c_z <theta_t, s>`` and ``||z_t||^2 = c_z^2 ||s||^2``
 come from the row alone.
 """
 
+import numpy as np
+
 cimport cython
 from cython cimport floating
-from libc.math cimport fmax, fmin
+from libc.float cimport DBL_MAX
+from libc.math cimport fabs, fmax, fmin
 from libc.stdint cimport int64_t
 
-from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
+from ._dataset cimport (RowPass, check_pass_input, index_t, plain_rows_largest, row_pass,
+                        step_row)
 from ._loss cimport Loss
 
 cdef enum:
@@ -69,6 +73,12 @@ cdef class ImplicitFTRLProblem:
     cdef double beta
     cdef bint fit_intercept
     cdef double[::1] theta
+    # theta's entries at the columns of a short call's rows, saved before
+    # its pass (``save_columns``) so that the call can be taken back
+    # (``restore_columns``) in O(nnz)
+    cdef int64_t[::1] saved_columns
+    cdef double[::1] saved_values
+    cdef Py_ssize_t n_saved
     cdef public double theta_intercept
     cdef public double intercept
     cdef public double lam
@@ -92,6 +102,153 @@ cdef class ImplicitFTRLProblem:
         self.gamma = gamma
         self.sq_norm_theta = sq_norm_theta
         self.t = t
+        self.saved_columns = np.empty(0, dtype=np.int64)
+        self.saved_values = np.empty(0)
+        self.n_saved = 0
+
+    def restore_columns(self):
+        """Put back the entries saved by the last ``save_columns``, in the
+        reverse order (a column saved twice ends as it was first saved)."""
+        cdef Py_ssize_t s
+        for s in range(self.n_saved - 1, -1, -1):
+            self.theta[self.saved_columns[s]] = self.saved_values[s]
+        self.n_saved = 0
+
+
+cdef int save_columns(ImplicitFTRLProblem problem, const index_t[::1] columns) except -1:
+    """Save theta's entries at ``columns`` (in range, repeats allowed) for
+    ``problem.restore_columns()``."""
+    cdef Py_ssize_t s, n = columns.shape[0]
+    if problem.saved_columns.shape[0] < n:
+        problem.saved_columns = np.empty(max(n, 64), dtype=np.int64)
+        problem.saved_values = np.empty(max(n, 64))
+    for s in range(n):
+        problem.saved_columns[s] = columns[s]
+        problem.saved_values[s] = problem.theta[columns[s]]
+    problem.n_saved = n
+    return 0
+
+
+cdef bint saved_columns_finite(ImplicitFTRLProblem problem) noexcept:
+    # a sum is finite only if every term is (unless it overflows, which
+    # only refuses more)
+    cdef Py_ssize_t s
+    cdef double total = 0.0
+    for s in range(problem.n_saved):
+        total += problem.theta[problem.saved_columns[s]]
+    return fabs(total) <= DBL_MAX
+
+
+# the values a short call's passes give each problem (learn_rows), in the
+# order of the rows of its result
+cdef enum:
+    AFTER_THETA_INTERCEPT = 0
+    AFTER_INTERCEPT = 1
+    AFTER_LAMBDA = 2
+    AFTER_GAMMA = 3
+    AFTER_SQ_NORM = 4
+    AFTER_LOSS = 5
+    AFTER_WEIGHT = 6
+    N_AFTER = 7
+
+
+def learn_rows(list problems,
+               const floating[::1] X_data,
+               const index_t[::1] X_indices,
+               const index_t[::1] X_indptr,
+               bint is_dense,
+               Py_ssize_t n_features,
+               const double[:, ::1] targets,
+               const double[::1] sample_weight,
+               const int64_t[::1] order,
+               double largest_factor,
+               double limit,
+               t_value,
+               theta_intercepts,
+               lambdas,
+               gammas,
+               sq_norms,
+               cumulative_losses,
+               cumulative_weights):
+    """A short call's passes (``_short_calls.ImplicitFTRLPath``), all or
+    nothing: problem k's ``run_epoch`` over ``X[order]`` with the targets
+    ``targets[k]``, from step t and entry k of the estimator's arrays of
+    theta's intercept, lambda, the pending gamma, ||theta||^2, the
+    cumulative loss and weight.
+
+    Returns ``(after, t after, sum of the passes' losses, their weight)``,
+    ``after`` a (7, n_problems) array whose rows are the problems' theta
+    intercept, intercept, lambda, gamma, ||theta||^2, cumulative loss and
+    cumulative weight; or None, with theta as it was, if any of those or
+    of theta's entries at the rows' columns is not finite.  Each problem's
+    ``restore_columns()`` takes back a successful call, and does nothing
+    after one that raised (which changed nothing).
+    """
+    cdef Py_ssize_t k, r, n_problems = len(problems)
+    cdef ImplicitFTRLProblem problem
+    cdef double sums[2]
+    cdef double total_loss = 0.0, total = 0.0, weight = 0.0
+    # First, before anything can fail: nothing to take back yet (the
+    # caller's restore_columns() after a failure must not take back an
+    # earlier call).  The estimator's arrays are read after that.
+    for k in range(n_problems):
+        (<ImplicitFTRLProblem> problems[k]).n_saved = 0
+    # rows the general path must check (not plain, or values that could
+    # overflow the state with a target or weight of ``largest_factor``)
+    cdef double largest = plain_rows_largest(X_data, X_indices, X_indptr, is_dense,
+                                             n_features, order.shape[0])
+    if largest < 0.0 or fmax(largest, 1.0) * largest_factor >= limit:
+        return None
+    cdef int64_t t = t_value
+    cdef const double[::1] theta_intercept = theta_intercepts
+    cdef const double[::1] lam = lambdas
+    cdef const double[::1] gamma = gammas
+    cdef const double[::1] sq_norm = sq_norms
+    cdef const double[::1] cumulative_loss = cumulative_losses
+    cdef const double[::1] cumulative_weight = cumulative_weights
+    if targets.shape[0] != n_problems or not (
+            theta_intercept.shape[0] == lam.shape[0] == gamma.shape[0] == sq_norm.shape[0]
+            == cumulative_loss.shape[0] == cumulative_weight.shape[0] == n_problems):
+        raise ValueError("one target row and value of each scalar per problem.")
+    result = np.empty((N_AFTER, n_problems))
+    cdef double[:, ::1] after = result
+    for k in range(n_problems):
+        problem = problems[k]
+        problem.t = t
+        problem.theta_intercept = theta_intercept[k]
+        problem.lam = lam[k]
+        problem.gamma = gamma[k]
+        problem.sq_norm_theta = sq_norm[k]
+        try:
+            pass_rows(problem, X_data, X_indices, X_indptr, is_dense, n_features,
+                      targets[k], sample_weight, order, True, sums)
+        except BaseException:  # e.g. no memory to save the entries in
+            restore_problems(problems, k + 1)
+            raise
+        after[AFTER_THETA_INTERCEPT, k] = problem.theta_intercept
+        after[AFTER_INTERCEPT, k] = problem.intercept
+        after[AFTER_LAMBDA, k] = problem.lam
+        after[AFTER_GAMMA, k] = problem.gamma
+        after[AFTER_SQ_NORM, k] = problem.sq_norm_theta
+        after[AFTER_LOSS, k] = sums[0] + cumulative_loss[k]
+        after[AFTER_WEIGHT, k] = sums[1] + cumulative_weight[k]
+        total_loss += sums[0]
+        if k == 0:
+            weight = sums[1]  # every problem sees the same weights
+        for r in range(N_AFTER):
+            total += after[r, k]
+        if not (fabs(total) <= DBL_MAX and saved_columns_finite(problem)):
+            restore_problems(problems, k + 1)
+            return None
+    # every problem sees the same weights
+    return result, (<ImplicitFTRLProblem> problems[0]).t, total_loss, weight
+
+
+cdef int restore_problems(list problems, Py_ssize_t n) except -1:
+    cdef Py_ssize_t k
+    for k in range(n):
+        (<ImplicitFTRLProblem> problems[k]).restore_columns()
+    return 0
 
 
 def run_epoch(ImplicitFTRLProblem problem,
@@ -108,8 +265,29 @@ def run_epoch(ImplicitFTRLProblem problem,
     Rows of zero weight are skipped (they are not rounds).  Returns
     ``(sum of h * loss before each step, sum of h)``.
     """
+    cdef double sums[2]
+    pass_rows(problem, X_data, X_indices, X_indptr, is_dense, n_features, y, sample_weight,
+              order, False, sums)
+    return sums[0], sums[1]
+
+
+cdef int pass_rows(ImplicitFTRLProblem problem,
+                   const floating[::1] X_data,
+                   const index_t[::1] X_indices,
+                   const index_t[::1] X_indptr,
+                   bint is_dense,
+                   Py_ssize_t n_features,
+                   const double[::1] y,
+                   const double[::1] sample_weight,
+                   const int64_t[::1] order,
+                   bint save,
+                   double* sums) except -1:
+    """The pass of ``run_epoch``, its sums into ``sums``; ``save``: theta's
+    entries at X's columns are saved first (``save_columns``)."""
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
                      problem.theta.shape[0], y.shape[0], sample_weight, order)
+    if save:
+        save_columns(problem, X_indices)
     cdef Loss loss = problem.loss
     cdef int update = problem.update
     cdef double inv_beta2 = 1.0 / (problem.beta * problem.beta)
@@ -193,4 +371,42 @@ def run_epoch(ImplicitFTRLProblem problem,
     problem.intercept = theta_b / lam
     problem.gamma = gamma
     problem.sq_norm_theta = S
-    return sum_loss, sum_weight
+    sums[0] = sum_loss
+    sums[1] = sum_weight
+    return 0
+
+
+def csr_row_scores(const double[:, ::1] theta, const double[::1] lam,
+                   const double[::1] intercept, const floating[::1] X_data,
+                   const index_t[::1] X_indices, const index_t[::1] X_indptr):
+    """``scores[i, k] = <w_k, x_i> + intercept[k]`` for the CSR rows, with
+    problem k's weights ``theta[k] * (1 / lam[k])`` computed at the rows'
+    columns only (O(nnz)).  The weights are those of the estimator's
+    ``_weights`` and the sums those of its general path (``csr_scores``
+    from 0 in each row's order, then the intercept added): the same
+    numbers, bit for bit.  ``lam`` must be fixed (finite, > 0)."""
+    cdef Py_ssize_t i, k, q, n_rows = X_indptr.shape[0] - 1
+    cdef Py_ssize_t n_problems = theta.shape[0], n = theta.shape[1]
+    cdef double total, inverse
+    if lam.shape[0] != n_problems or intercept.shape[0] != n_problems:
+        raise ValueError("one lambda and intercept per problem.")
+    if (n_rows < 0 or X_indptr[0] != 0 or X_indptr[n_rows] != X_indices.shape[0]
+            or X_data.shape[0] != X_indices.shape[0]):
+        raise ValueError("inconsistent CSR arrays.")
+    for i in range(n_rows):
+        if X_indptr[i + 1] < X_indptr[i]:
+            raise ValueError("inconsistent CSR arrays.")
+    for q in range(X_indices.shape[0]):
+        if not 0 <= X_indices[q] < n:
+            raise ValueError("column out of range.")
+    scores = np.empty((n_rows, n_problems))
+    cdef double[:, ::1] out = scores
+    with nogil:
+        for k in range(n_problems):
+            inverse = 1.0 / lam[k]
+            for i in range(n_rows):
+                total = 0.0
+                for q in range(X_indptr[i], X_indptr[i + 1]):
+                    total = total + X_data[q] * (theta[k, X_indices[q]] * inverse)
+                out[i, k] = total + intercept[k]
+    return scores

@@ -13,16 +13,18 @@ that are all classes (finite numbers for a regressor) -- through the same
 kernel with the same arguments, so the model is bit for bit the one the
 general path gives:
 
-* the input is checked by one compiled scan (``_dataset.plain_rows``) plus a
-  few comparisons, and anything it does not vouch for (unsorted or
-  duplicated columns, NaN, unknown labels, sample weights, pandas frames,
-  changed parameters, ...) goes to the general path, which names the fault;
-* the call stays all or nothing: the entries of the rows' columns are saved
-  before the passes and checked after them, with every scalar the passes
-  changed; if a pass fails or the call is interrupted they are put back, and
-  the estimator's own attributes change only once every pass has succeeded.
-  A pass that makes the state non-finite is taken back and the call is
-  handed to the general path, which raises its error;
+* the input is checked by a few comparisons and one compiled scan of its
+  values (``_dataset.plain_rows_largest``), and anything they do not vouch
+  for (unsorted or duplicated columns, NaN, unknown labels, sample weights,
+  pandas frames, changed parameters, ...) goes to the general path, which
+  names the fault;
+* the passes of every problem are one compiled call (the kernel module's
+  ``learn_rows``: the scan, then the passes), which stays all or nothing: it
+  saves the entries of the rows' columns before the passes and checks them
+  after, with every scalar the passes changed, and puts them back if one is
+  not finite (the call then goes to the general path, which raises its
+  error).  The estimator's own attributes change only after it, and an
+  interruption then takes the passes back too;
 * the kernel's Problems are kept between calls (``_SHORT_PATHS``, outside the
   estimator: pickles, ``get_params`` and ``clone`` do not see them) for as
   long as the estimator's state arrays and its parameters are those they
@@ -43,7 +45,7 @@ from sklearn.utils.class_weight import compute_class_weight
 
 from . import _adagrad_fast, _implicit_ftrl_fast
 from ._base import SCALE_LIMIT, all_finite, check_class_weight, new_state_version
-from ._dataset import csr_scores, dense_row_indices, plain_rows
+from ._dataset import dense_row_indices, plain_rows
 
 # Chunks up to this many rows take the short path; a larger chunk's own work
 # dwarfs the general path's fixed cost, and its problems may run in threads.
@@ -81,7 +83,7 @@ class _ShortPath:
     theirs (``owns``), makes a call's passes (``learn``) and scores plain
     CSR rows (``scores``)."""
 
-    # (data dtype, index dtype) -> (plain_rows, run_epoch[, csr_row_scores])
+    # (data dtype, index dtype) -> (plain_rows, learn_rows, scores of CSR rows)
     kernels = {}
 
     def __init__(self, est, params):
@@ -123,12 +125,22 @@ class _ShortPath:
         raise NotImplementedError
 
     def rows(self, X, csr_only=False):
-        """``(data, indices, indptr, is_dense, largest |x|, kernels)`` of a
-        plain X (see the module docstring; ``kernels``: the row of
-        ``kernels`` for its dtypes), or None.  ``csr_only``: dense X is None
-        too."""
+        """``(data, indices, indptr, is_dense, kernels)`` of X if it is a
+        CSR matrix or a C-ordered array of 1 to ``SHORT_CHUNK_ROWS`` rows of
+        the fitted width, of contiguous arrays of types the kernels are
+        compiled for (``kernels``: their row of ``kernels``), else None.
+        ``csr_only``: dense X is None too.  Whether the values are plain
+        (finite, canonical columns: see the module docstring) is checked
+        by the kernel that reads them (``_dataset.plain_rows_largest``)."""
         if type(X) in _CSR_TYPES:
             data, indices, indptr, is_dense = X.data, X.indices, X.indptr, False
+            # arrays the compiled calls cannot take (strided views, arrays of
+            # more dimensions put in by hand) are the general path's, which
+            # says what is wrong; the compiled calls must not fail on them
+            # before they start (see learn_rows)
+            for array in (data, indices, indptr):
+                if array.ndim != 1 or not array.flags.c_contiguous:
+                    return None
         elif csr_only or type(X) is not np.ndarray or X.ndim != 2 or not X.flags.c_contiguous:
             return None
         else:
@@ -142,11 +154,12 @@ class _ShortPath:
         kernels = self.kernels.get((data.dtype, indices.dtype))
         if kernels is None or indptr.dtype != indices.dtype:
             return None
-        try:
-            largest = kernels[0](data, indices, indptr, is_dense, n_features, n_rows)
-        except ValueError:  # strided arrays
-            return None
-        return None if largest < 0 else (data, indices, indptr, is_dense, largest, kernels)
+        return data, indices, indptr, is_dense, kernels
+
+    def plain_csr(self, X, rows):
+        """Whether the CSR ``rows`` of X are plain (for scoring)."""
+        data, indices, indptr, _, kernels = rows
+        return kernels[0](data, indices, indptr, False, self.n_features, X.shape[0]) >= 0
 
     def labelled(self, y, classes, n_rows):
         """``(targets, sample_weight, largest factor)`` of the chunk's labels
@@ -183,12 +196,20 @@ class _ShortPath:
         return targets, sample_weight, self.largest_weight
 
 
+def _unreadable(learnt, exc):
+    """Whether the exception of a short call is the kernel refusing the
+    estimator's arrays (say an ``intercept_`` that a user replaced by one
+    of float32): the call then goes to the general path, which reads any
+    array.  The kernel changes nothing when it raises."""
+    return learnt is None and isinstance(exc, (ValueError, TypeError))
+
+
 class AdaGradPath(_ShortPath):
     """``AdaGradClassifier`` with an element-wise kernel: the state arrays
-    are updated in place, the kernel saves and checks the entries of the
-    rows' columns itself (``run_epoch(..., all_or_nothing=True)``)."""
+    are updated in place by ``_adagrad_fast.learn_rows``, which saves and
+    checks the entries of the rows' columns itself."""
 
-    kernels = _specialised(plain_rows, _adagrad_fast.run_epoch,
+    kernels = _specialised(plain_rows, _adagrad_fast.learn_rows,
                            _adagrad_fast.csr_row_scores)
     # what a short call changes besides the in-place arrays and loss_curve_:
     # the intercept's sums (in place, as the accumulators) and these
@@ -234,51 +255,39 @@ class AdaGradPath(_ShortPath):
         return (state.get("_rule") is self.rule
                 and all(map(operator.is_, map(state.get, self.array_names), self.arrays)))
 
-    def learn(self, est, rows, targets, sample_weight, order):
-        data, indices, indptr, is_dense, _, kernels = rows
-        problems = self.problems
+    def learn(self, est, rows, targets, sample_weight, largest_factor, order):
+        data, indices, indptr, is_dense, kernels = rows
         state = est.__dict__
-        old = tuple(map(state.__getitem__, self.scalars))
-        t, _, _, intercept = old
         u, q = state["intercept_sum_gradient_"], state["intercept_sum_sq_gradient_"]
-        before = [(intercept[k], u[k], q[k]) for k in range(len(problems))]
+        old_u, old_q = u.tolist(), q.tolist()
+        old = tuple(map(state.__getitem__, self.scalars))
         curve = state["loss_curve_"]
         n_points = len(curve)
-        results, started = [], 0
+        learnt = None
         try:
-            for k, problem in enumerate(problems):
-                problem.t = t
-                problem.intercept, problem.intercept_sum_grad, problem.intercept_sum_sq_grad = (
-                    before[k])
-                started += 1
-                result = kernels[1](problem, data, indices, indptr, is_dense, self.n_features,
-                                    targets[k], sample_weight, order, True)
-                if result is None:  # non-finite: taken back by the kernel
-                    for earlier in problems[:k]:
-                        earlier.restore_columns()
-                    return False  # the general path raises its error
-                results.append(result)
-            total_loss, total_weight = results[0]
-            for result in results[1:]:
-                total_loss += result[0]
+            # the passes of every problem, all or nothing, in one compiled
+            # call, which writes the intercept sums in place
+            learnt = kernels[1](self.problems, data, indices, indptr, is_dense,
+                                self.n_features, targets, sample_weight, order,
+                                largest_factor, SCALE_LIMIT, old[0], old[3], u, q)
+            if learnt is None:  # rows not plain, or a non-finite pass taken back
+                return False  # the general path names the fault
+            total_loss, total_weight, t, intercept = learnt
             curve.append(total_loss / total_weight if total_weight > 0 else np.nan)
-            for k, problem in enumerate(problems):
-                u[k] = problem.intercept_sum_grad
-                q[k] = problem.intercept_sum_sq_grad
-            state.update(zip(self.scalars, (problems[0].t, 1, new_state_version(),
-                                            np.array([p.intercept for p in problems]))))
-        except BaseException:  # e.g. KeyboardInterrupt: back to the state before
-            for problem in problems[:started]:
+            state.update(zip(self.scalars, (t, 1, new_state_version(), intercept)))
+        except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
+            for problem in self.problems:
                 problem.restore_columns()
-            for k, (_, sum_grad, sum_sq_grad) in enumerate(before):
-                u[k], q[k] = sum_grad, sum_sq_grad
+            u[:], q[:] = old_u, old_q
             del curve[n_points:]
             state.update(zip(self.scalars, old))
+            if _unreadable(learnt, exc):
+                return False
             raise
         return True
 
     def scores(self, est, X, rows):
-        data, indices, indptr, _, _, kernels = rows
+        data, indices, indptr, _, kernels = rows
         scores = np.empty((X.shape[0], len(self.problems)))
         t, intercept = est.t_, est.intercept_
         for k, problem in enumerate(self.problems):
@@ -290,15 +299,20 @@ class AdaGradPath(_ShortPath):
 class ImplicitFTRLPath(_ShortPath):
     """``ImplicitFTRLClassifier`` and ``ImplicitFTRLRegressor`` once the
     first call has fixed G (and with it lambda): ``scaled_coef_`` is updated
-    in place; its entries at the rows' columns are saved here before the
-    passes and checked after them, with the scalars of every problem."""
+    in place by ``_implicit_ftrl_fast.learn_rows``, which saves its entries
+    at the rows' columns before the passes and checks them after, with the
+    scalars of every problem."""
 
-    kernels = _specialised(plain_rows, _implicit_ftrl_fast.run_epoch, csr_scores)
+    kernels = _specialised(plain_rows, _implicit_ftrl_fast.learn_rows,
+                           _implicit_ftrl_fast.csr_row_scores)
     # the per-problem values a call changes (replaced by new arrays, as a
     # general call replaces them), and the call's own
     after_names = ("scaled_intercept_", "intercept_", "lambda_", "pending_gamma_",
                    "sq_norm_scaled_coef_", "cumulative_loss_", "cumulative_weight_")
     changed = after_names + ("t_", "n_iter_", "_state_version", "average_loss_")
+    # the per-problem values the passes start from (learn_rows's before)
+    before_names = ("scaled_intercept_", "lambda_", "pending_gamma_", "sq_norm_scaled_coef_",
+                    "cumulative_loss_", "cumulative_weight_")
     state_names = ("scaled_coef_", "beta_", "loss_curve_") + changed
 
     @classmethod
@@ -317,6 +331,7 @@ class ImplicitFTRLPath(_ShortPath):
         super().__init__(est, params)
         state = est.__dict__
         self.theta = state["scaled_coef_"]
+        self.problem_theta = self.theta.reshape(len(state["beta_"]), -1)  # a row per problem
         self.beta = state["beta_"].tolist()
         # the estimator's own Problems (one loss object shared); a call
         # sets their scalars from the state before its pass
@@ -326,63 +341,50 @@ class ImplicitFTRLPath(_ShortPath):
     def owns(self, state):
         return state.get("scaled_coef_") is self.theta and state["beta_"].tolist() == self.beta
 
-    def learn(self, est, rows, targets, sample_weight, order):
-        data, indices, indptr, is_dense, _, kernels = rows
+    def learn(self, est, rows, targets, sample_weight, largest_factor, order):
+        data, indices, indptr, is_dense, kernels = rows
         state = est.__dict__
-        theta = self.theta
-        columns = (..., slice(None) if is_dense else indices)  # the entries a pass changes
-        saved = theta[columns].copy() if is_dense else theta[columns]
-        old = {name: state[name] for name in self.changed}
+        old = tuple(map(state.__getitem__, self.changed))
         curve = state["loss_curve_"]
         n_points = len(curve)
-        t, intercepts, lams, gammas, sq_norms = (
-            old["t_"], old["scaled_intercept_"], old["lambda_"], old["pending_gamma_"],
-            old["sq_norm_scaled_coef_"])
+        learnt = None
         try:
-            # per problem, its values of after_names (the pass's loss and
-            # weight for the last two, summed below)
-            after, passes = [], []
-            for k, problem in enumerate(self.problems):
-                problem.t = t
-                problem.theta_intercept, problem.lam = intercepts[k], lams[k]
-                problem.gamma, problem.sq_norm_theta = gammas[k], sq_norms[k]
-                loss, weight = kernels[1](problem, data, indices, indptr, is_dense,
-                                          self.n_features, targets[k], sample_weight, order)
-                after.append((problem.theta_intercept, problem.intercept, problem.lam,
-                              problem.gamma, problem.sq_norm_theta, loss, weight))
-                passes.append((loss, weight))
-            after = np.array(after).T.copy()  # a row per name
-            after[5] += old["cumulative_loss_"]
-            after[6] += old["cumulative_weight_"]
-            if not (all_finite(after.ravel()) and all_finite(theta[columns].ravel())):
-                raise FloatingPointError  # the general path names what overflowed
-            new = dict(zip(self.after_names, after))
-            total_weight = passes[0][1]  # the loss of the call, as the general path's
-            curve.append(sum(loss for loss, _ in passes) / total_weight if total_weight > 0
-                         else np.nan)
-            new.update(t_=self.problems[0].t, n_iter_=1, _state_version=new_state_version())
-            state.update(new)
+            # the passes of every problem, all or nothing, in one compiled
+            # call: None if a value it changed is not finite
+            learnt = kernels[1](self.problems, data, indices, indptr, is_dense,
+                                self.n_features, targets, sample_weight, order,
+                                largest_factor, SCALE_LIMIT, state["t_"],
+                                *map(state.__getitem__, self.before_names))
+            if learnt is None:  # rows not plain, or a non-finite pass taken back
+                return False  # the general path names the fault
+            after, t, total_loss, total_weight = learnt
+            curve.append(total_loss / total_weight if total_weight > 0 else np.nan)
+            state.update(zip(self.after_names, after))
+            state.update(t_=t, n_iter_=1, _state_version=new_state_version())
             est._after_call()
         except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
-            theta[columns] = saved
+            for problem in self.problems:
+                problem.restore_columns()
             del curve[n_points:]
-            state.update(old)
-            if isinstance(exc, FloatingPointError):
+            state.update(zip(self.changed, old))
+            if _unreadable(learnt, exc):
                 return False
             raise
         return True
 
     def scores(self, est, X, rows):
-        data, indices, indptr, _, _, kernels = rows
+        data, indices, indptr, _, kernels = rows
         if 2 * data.shape[0] >= self.n_features:
             return est._sparse_products(X) + est.intercept_  # the general path's
-        # each entry's weight, as the general path computes the weights of
-        # the rows' columns (_sparse_products), summed in the same order by
-        # the same kernel: the same scores, bit for bit
-        weights = np.ascontiguousarray(np.atleast_2d(est._weights(self.theta[..., indices])))
-        positions = np.arange(data.shape[0], dtype=np.int64)
-        scores = kernels[2](data, positions, indptr, weights)
-        return (scores if self.theta.ndim == 2 else scores[:, 0]) + est.intercept_
+        # the weights of the rows' columns and their sums as the general
+        # path computes them (_sparse_products): the same scores, bit for bit
+        state = est.__dict__
+        try:
+            scores = kernels[2](self.problem_theta, state["lambda_"], state["intercept_"],
+                                data, indices, indptr)
+        except (ValueError, TypeError):  # arrays a user replaced: the general path's
+            return None
+        return scores if self.theta.ndim == 2 else scores[:, 0]
 
 
 _PARAM_GETTERS = {}
@@ -445,11 +447,8 @@ def short_partial_fit(est, X, y, classes, sample_weight):
     labelled = path.labelled(y, classes, n_rows)
     if labelled is None:
         return False
-    targets, sample_weight, factor = labelled
-    if max(rows[4], 1.0) * factor >= SCALE_LIMIT:
-        return False  # the general path checks the chunk's own weights
     order = _ORDERS[n_rows] if n_rows < len(_ORDERS) else np.arange(n_rows, dtype=np.int64)
-    return path.learn(est, rows, targets, sample_weight, order)
+    return path.learn(est, rows, *labelled, order)
 
 
 def short_scores(est, X):
@@ -459,6 +458,6 @@ def short_scores(est, X):
     if path is None:
         return None
     rows = path.rows(X, csr_only=True)
-    if rows is None:
+    if rows is None or not path.plain_csr(X, rows):
         return None
     return path.scores(est, X, rows)

@@ -221,37 +221,41 @@ def _assert_overflow_raises_and_changes_nothing(model, chunks, general_calls):
     pytest.fail("no pass overflowed")
 
 
-def test_a_later_problem_failing_takes_back_the_earlier_ones(monkeypatch, general_calls):
-    """One-vs-rest: when the pass of problem 1 fails, problem 0's is taken
-    back before the call goes to the general path, which then gives the
-    general model (problem 0 is not stepped twice)."""
+def _near_overflow_in_problem_1(model, columns, label):
+    """Make problem 1's pass over a row of ``columns`` and class ``label``
+    overflow, and no other problem's: AdaGrad's root of a squared-gradient
+    sum that squares to infinity; implicit FTRL's cumulative loss at the
+    largest double, to which the row adds a loss of about 1e300."""
+    if isinstance(model, AdaGradClassifier):
+        model.accumulators_[1, columns, 1] = 1e200
+    else:
+        model.scaled_coef_[1, columns] = 1e300 if label != 1 else -1e300
+        model.cumulative_loss_[1] = np.finfo(np.float64).max
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.parametrize("model_type", [AdaGradClassifier, ImplicitFTRLClassifier])
+def test_a_later_problem_failing_takes_back_the_earlier_ones(model_type, general_calls):
+    """One-vs-rest: when the pass of problem 1 overflows, problem 0's is
+    taken back (in the compiled call) before the call goes to the general
+    path, which raises and leaves the model as it was: had problem 0 kept
+    its step, the general path would have started, and ended, from it."""
     X, y = _stream(n_classes=3)
-    quick, general = _twins(X, y, [0, 1, 2])
-    quick.partial_fit(X[10:11], y[10:11])
-    general.partial_fit(X[10:11], y[10:11], sample_weight=[1.0])
-    kernels = _short_calls.AdaGradPath.kernels[(np.dtype(np.float64), np.dtype(np.int32))]
-    passes = []
-
-    def failing_second(problem, *args):
-        result = kernels[1](problem, *args)
-        passes.append(result)
-        if len(passes) == 2:
-            problem.restore_columns()  # as the kernel does when it fails
-            return None
-        return result
-
-    monkeypatch.setitem(_short_calls.AdaGradPath.kernels,
-                        (np.dtype(np.float64), np.dtype(np.int32)),
-                        (kernels[0], failing_second, kernels[2]))
+    model = model_type().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
+    model.partial_fit(X[10:11], y[10:11])
+    _near_overflow_in_problem_1(model, X[11].indices, y[11])
+    before = pickle.dumps(model)
     del general_calls[:]
-    quick.partial_fit(X[11:12], y[11:12])
-    general.partial_fit(X[11:12], y[11:12], sample_weight=[1.0])
-    assert len(passes) == 2 and general_calls == [quick, general]
-    _assert_same_model(quick, general)
+    with pytest.raises(ValueError, match="Floating-point overflow"):
+        model.partial_fit(X[11:12], y[11:12])
+    assert general_calls == [model]
+    assert pickle.dumps(model) == before
 
 
 @pytest.mark.parametrize("model_type", [AdaGradClassifier, ImplicitFTRLClassifier])
 def test_an_interrupted_short_call_changes_nothing(model_type, monkeypatch):
+    """An interruption once the compiled passes are made (they cannot be
+    interrupted themselves) takes them back."""
     X, y = _stream(n_classes=3)
     model = model_type().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
     model.partial_fit(X[10:11], y[10:11])
@@ -259,19 +263,24 @@ def test_an_interrupted_short_call_changes_nothing(model_type, monkeypatch):
     table = model_type._short_path_type.kernels
     key = (np.dtype(np.float64), np.dtype(np.int32))
     kernels = table[key]
-    passes = []
+    calls = []
 
-    def interrupted_after_two(problem, *args):
-        passes.append(kernels[1](problem, *args))
-        if len(passes) == 2:
-            raise KeyboardInterrupt
-        return passes[-1]
+    def interrupted_after_the_passes(*args):
+        calls.append(kernels[1](*args))
+        raise KeyboardInterrupt
 
-    monkeypatch.setitem(table, key, (kernels[0], interrupted_after_two) + kernels[2:])
+    monkeypatch.setitem(table, key, (kernels[0], interrupted_after_the_passes) + kernels[2:])
     with pytest.raises(KeyboardInterrupt):
         model.partial_fit(X[11:13], y[11:13])
-    assert len(passes) == 2
+    assert len(calls) == 1 and calls[0] is not None  # the passes were made
     assert pickle.dumps(model) == before
+    # and the next call is the one the interrupted call would have been
+    monkeypatch.setitem(table, key, kernels)
+    twin = pickle.loads(before)
+    model.partial_fit(X[11:13], y[11:13])
+    twin.partial_fit(X[11:13], y[11:13], sample_weight=np.ones(2))
+    _assert_same_model(model, twin)
+
 
 # ----------------------------------------------------------------------
 # implicit FTRL (classifier and regressor): the same promises
@@ -408,3 +417,22 @@ def test_implicit_ftrl_a_short_call_that_overflows_raises_and_changes_nothing(
     _assert_overflow_raises_and_changes_nothing(
         model, ((X[i:i + 1] * 1e60, y[i:i + 1] * 1e70) for i in range(10, 60)),
         general_calls)
+
+
+@pytest.mark.parametrize("model_type, name", [(AdaGradClassifier, "intercept_"),
+                                              (ImplicitFTRLClassifier, "lambda_")])
+def test_a_state_array_the_kernel_cannot_read_goes_to_the_general_path(model_type, name,
+                                                                       general_calls):
+    """A per-problem array a user replaced by one of float32: the compiled
+    call refuses it, having changed nothing, and the general path makes the
+    call (and does not take back the call before it)."""
+    X, y = _stream(n_classes=3)
+    model = model_type().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
+    model.partial_fit(X[10:11], y[10:11])
+    setattr(model, name, getattr(model, name).astype(np.float32))
+    twin = pickle.loads(pickle.dumps(model))
+    del general_calls[:]
+    model.partial_fit(X[11:12], y[11:12])
+    twin.partial_fit(X[11:12], y[11:12], sample_weight=[1.0])
+    assert general_calls == [model, twin]
+    _assert_same_model(model, twin)
