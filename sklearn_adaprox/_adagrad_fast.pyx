@@ -249,32 +249,39 @@ cdef int save_columns(AdaGradProblem problem, const index_t[::1] columns) except
     return 0
 
 
-def csr_row_scores(AdaGradProblem problem, const floating[::1] X_data,
+def csr_row_scores(list problems, t_value, intercepts, const floating[::1] X_data,
                    const index_t[::1] X_indices, const index_t[::1] X_indptr,
-                   double intercept, double[:, ::1] out not None, Py_ssize_t k):
-    """``out[i, k] = <w, x_i> + intercept`` for the CSR rows, with the
+                   Py_ssize_t n_rows):
+    """``scores[i, k] = <w_k, x_i> + intercepts[k]`` for ``n_rows`` plain
+    CSR rows (``_dataset.plain_rows_largest``; else None), problem k's
     weights of step t read at the rows' columns only (O(nnz)).  Summed in
-    each row's order from 0 and then the intercept added, as the estimator's
-    general path (``csr_scores`` on ``coef_at``) does: the same numbers, bit
-    for bit.  The rows must be checked (``_dataset.plain_rows``)."""
-    cdef Py_ssize_t i, q, n_rows = X_indptr.shape[0] - 1, n = problem.acc.shape[0]
+    each row's order from 0 and then the intercept added, as the
+    estimator's general path (``csr_scores`` on ``coef_at``) does: the same
+    numbers, bit for bit."""
+    cdef Py_ssize_t i, k, q, n_problems = len(problems)
+    cdef int64_t t = t_value
+    cdef const double[::1] intercept = intercepts
+    cdef AdaGradProblem problem
     cdef double total
-    if out.shape[0] != n_rows or not 0 <= k < out.shape[1]:
-        raise ValueError("out does not fit the rows.")
-    if (n_rows < 0 or X_indptr[0] != 0 or X_indptr[n_rows] != X_indices.shape[0]
-            or X_data.shape[0] != X_indices.shape[0]):
-        raise ValueError("inconsistent CSR arrays.")
-    for i in range(n_rows):
-        if X_indptr[i + 1] < X_indptr[i]:
-            raise ValueError("inconsistent CSR arrays.")
-    for q in range(X_indices.shape[0]):
-        if not 0 <= X_indices[q] < n:
-            raise ValueError("column out of range.")
-    for i in range(n_rows):
-        total = 0.0
-        for q in range(X_indptr[i], X_indptr[i + 1]):
-            total = total + X_data[q] * problem.weight(X_indices[q])
-        out[i, k] = total + intercept
+    if n_problems < 1 or intercept.shape[0] != n_problems:
+        raise ValueError("one intercept per problem.")
+    problem = problems[0]
+    if plain_rows_largest(X_data, X_indices, X_indptr, False, problem.acc.shape[0],
+                          n_rows) < 0.0:
+        return None
+    scores = np.empty((n_rows, n_problems))
+    cdef double[:, ::1] out = scores
+    for k in range(n_problems):
+        problem = problems[k]
+        if problem.acc.shape[0] != (<AdaGradProblem> problems[0]).acc.shape[0]:
+            raise ValueError("problems of different widths.")
+        problem.t = t
+        for i in range(n_rows):
+            total = 0.0
+            for q in range(X_indptr[i], X_indptr[i + 1]):
+                total = total + X_data[q] * problem.weight(X_indices[q])
+            out[i, k] = total + intercept[k]
+    return scores
 
 
 # ----------------------------------------------------------------------

@@ -214,14 +214,6 @@ def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
     return columns
 
 
-def plain_rows(const floating[::1] X_data, const index_t[::1] X_indices,
-               const index_t[::1] X_indptr, bint is_dense, Py_ssize_t n_features,
-               Py_ssize_t n_rows):
-    """The largest magnitude of the ``n_rows`` rows when they are "plain",
-    else -1 (``plain_rows_largest``, for the short path's scoring)."""
-    return plain_rows_largest(X_data, X_indices, X_indptr, is_dense, n_features, n_rows)
-
-
 def csr_scores(const floating[::1] data, const int64_t[::1] positions,
                const index_t[::1] indptr, const double[:, ::1] weights):
     """``scores[i, k] = sum_q data[q] * weights[k, positions[q]]`` over the

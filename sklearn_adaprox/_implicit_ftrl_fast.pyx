@@ -376,29 +376,25 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
     return 0
 
 
-def csr_row_scores(const double[:, ::1] theta, const double[::1] lam,
-                   const double[::1] intercept, const floating[::1] X_data,
-                   const index_t[::1] X_indices, const index_t[::1] X_indptr):
-    """``scores[i, k] = <w_k, x_i> + intercept[k]`` for the CSR rows, with
-    problem k's weights ``theta[k] * (1 / lam[k])`` computed at the rows'
-    columns only (O(nnz)).  The weights are those of the estimator's
-    ``_weights`` and the sums those of its general path (``csr_scores``
-    from 0 in each row's order, then the intercept added): the same
-    numbers, bit for bit.  ``lam`` must be fixed (finite, > 0)."""
-    cdef Py_ssize_t i, k, q, n_rows = X_indptr.shape[0] - 1
-    cdef Py_ssize_t n_problems = theta.shape[0], n = theta.shape[1]
+def csr_row_scores(const double[:, ::1] theta, lambdas, intercepts,
+                   const floating[::1] X_data, const index_t[::1] X_indices,
+                   const index_t[::1] X_indptr, Py_ssize_t n_rows):
+    """``scores[i, k] = <w_k, x_i> + intercepts[k]`` for ``n_rows`` plain
+    CSR rows (``_dataset.plain_rows_largest``; else None), with problem k's
+    weights ``theta[k] * (1 / lambdas[k])`` computed at the rows' columns
+    only (O(nnz)).  The weights are those of the estimator's ``_weights``
+    and the sums those of its general path (``csr_scores`` from 0 in each
+    row's order, then the intercept added): the same numbers, bit for bit.
+    The lambdas must be fixed (finite, > 0)."""
+    cdef Py_ssize_t i, k, q
+    cdef Py_ssize_t n_problems = theta.shape[0]
+    cdef const double[::1] lam = lambdas
+    cdef const double[::1] intercept = intercepts
     cdef double total, inverse
     if lam.shape[0] != n_problems or intercept.shape[0] != n_problems:
         raise ValueError("one lambda and intercept per problem.")
-    if (n_rows < 0 or X_indptr[0] != 0 or X_indptr[n_rows] != X_indices.shape[0]
-            or X_data.shape[0] != X_indices.shape[0]):
-        raise ValueError("inconsistent CSR arrays.")
-    for i in range(n_rows):
-        if X_indptr[i + 1] < X_indptr[i]:
-            raise ValueError("inconsistent CSR arrays.")
-    for q in range(X_indices.shape[0]):
-        if not 0 <= X_indices[q] < n:
-            raise ValueError("column out of range.")
+    if plain_rows_largest(X_data, X_indices, X_indptr, False, theta.shape[1], n_rows) < 0.0:
+        return None
     scores = np.empty((n_rows, n_problems))
     cdef double[:, ::1] out = scores
     with nogil:

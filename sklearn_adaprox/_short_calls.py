@@ -45,7 +45,7 @@ from sklearn.utils.class_weight import compute_class_weight
 
 from . import _adagrad_fast, _implicit_ftrl_fast
 from ._base import SCALE_LIMIT, all_finite, check_class_weight, new_state_version
-from ._dataset import dense_row_indices, plain_rows
+from ._dataset import dense_row_indices
 
 # Chunks up to this many rows take the short path; a larger chunk's own work
 # dwarfs the general path's fixed cost, and its problems may run in threads.
@@ -83,7 +83,7 @@ class _ShortPath:
     theirs (``owns``), makes a call's passes (``learn``) and scores plain
     CSR rows (``scores``)."""
 
-    # (data dtype, index dtype) -> (plain_rows, learn_rows, scores of CSR rows)
+    # (data dtype, index dtype) -> (learn_rows, scores of CSR rows)
     kernels = {}
 
     def __init__(self, est, params):
@@ -156,11 +156,6 @@ class _ShortPath:
             return None
         return data, indices, indptr, is_dense, kernels
 
-    def plain_csr(self, X, rows):
-        """Whether the CSR ``rows`` of X are plain (for scoring)."""
-        data, indices, indptr, _, kernels = rows
-        return kernels[0](data, indices, indptr, False, self.n_features, X.shape[0]) >= 0
-
     def labelled(self, y, classes, n_rows):
         """``(targets, sample_weight, largest factor)`` of the chunk's labels
         -- each problem's targets (C-ordered rows), the rows' weights, and
@@ -209,7 +204,7 @@ class AdaGradPath(_ShortPath):
     are updated in place by ``_adagrad_fast.learn_rows``, which saves and
     checks the entries of the rows' columns itself."""
 
-    kernels = _specialised(plain_rows, _adagrad_fast.learn_rows,
+    kernels = _specialised(_adagrad_fast.learn_rows,
                            _adagrad_fast.csr_row_scores)
     # what a short call changes besides the in-place arrays and loss_curve_:
     # the intercept's sums (in place, as the accumulators) and these
@@ -267,7 +262,7 @@ class AdaGradPath(_ShortPath):
         try:
             # the passes of every problem, all or nothing, in one compiled
             # call, which writes the intercept sums in place
-            learnt = kernels[1](self.problems, data, indices, indptr, is_dense,
+            learnt = kernels[0](self.problems, data, indices, indptr, is_dense,
                                 self.n_features, targets, sample_weight, order,
                                 largest_factor, SCALE_LIMIT, old[0], old[3], u, q)
             if learnt is None:  # rows not plain, or a non-finite pass taken back
@@ -288,12 +283,9 @@ class AdaGradPath(_ShortPath):
 
     def scores(self, est, X, rows):
         data, indices, indptr, _, kernels = rows
-        scores = np.empty((X.shape[0], len(self.problems)))
-        t, intercept = est.t_, est.intercept_
-        for k, problem in enumerate(self.problems):
-            problem.t = t
-            kernels[2](problem, data, indices, indptr, intercept[k], scores, k)
-        return scores
+        state = est.__dict__
+        return kernels[1](self.problems, state["t_"], state["intercept_"], data, indices,
+                          indptr, X.shape[0])
 
 
 class ImplicitFTRLPath(_ShortPath):
@@ -303,7 +295,7 @@ class ImplicitFTRLPath(_ShortPath):
     at the rows' columns before the passes and checks them after, with the
     scalars of every problem."""
 
-    kernels = _specialised(plain_rows, _implicit_ftrl_fast.learn_rows,
+    kernels = _specialised(_implicit_ftrl_fast.learn_rows,
                            _implicit_ftrl_fast.csr_row_scores)
     # the per-problem values a call changes (replaced by new arrays, as a
     # general call replaces them), and the call's own
@@ -351,7 +343,7 @@ class ImplicitFTRLPath(_ShortPath):
         try:
             # the passes of every problem, all or nothing, in one compiled
             # call: None if a value it changed is not finite
-            learnt = kernels[1](self.problems, data, indices, indptr, is_dense,
+            learnt = kernels[0](self.problems, data, indices, indptr, is_dense,
                                 self.n_features, targets, sample_weight, order,
                                 largest_factor, SCALE_LIMIT, state["t_"],
                                 *map(state.__getitem__, self.before_names))
@@ -374,17 +366,12 @@ class ImplicitFTRLPath(_ShortPath):
 
     def scores(self, est, X, rows):
         data, indices, indptr, _, kernels = rows
-        if 2 * data.shape[0] >= self.n_features:
-            return est._sparse_products(X) + est.intercept_  # the general path's
         # the weights of the rows' columns and their sums as the general
         # path computes them (_sparse_products): the same scores, bit for bit
         state = est.__dict__
-        try:
-            scores = kernels[2](self.problem_theta, state["lambda_"], state["intercept_"],
-                                data, indices, indptr)
-        except (ValueError, TypeError):  # arrays a user replaced: the general path's
-            return None
-        return scores if self.theta.ndim == 2 else scores[:, 0]
+        scores = kernels[1](self.problem_theta, state["lambda_"], state["intercept_"],
+                            data, indices, indptr, X.shape[0])
+        return scores if scores is None or self.theta.ndim == 2 else scores[:, 0]
 
 
 _PARAM_GETTERS = {}
@@ -458,6 +445,9 @@ def short_scores(est, X):
     if path is None:
         return None
     rows = path.rows(X, csr_only=True)
-    if rows is None or not path.plain_csr(X, rows):
+    if rows is None:
         return None
-    return path.scores(est, X, rows)
+    try:
+        return path.scores(est, X, rows)  # None for rows that are not plain
+    except (ValueError, TypeError):  # arrays a user replaced: the general path's
+        return None
