@@ -627,3 +627,25 @@ def test_renamed_state_old_names_warn_and_old_pickles_load(Est):
     est.partial_fit(X[:10], y[:10])
     assert_array_equal(loaded.coef_, est.coef_)
     assert_array_equal(loaded.scaled_coef_, est.scaled_coef_)
+
+
+def test_the_regressor_stops_when_the_mean_loss_of_a_window_stops_improving():
+    """A regression's progressive loss, near the noise of its targets, moves
+    up and down from one epoch to the next: fit compares the mean over the
+    last n_iter_no_change epochs, and stops at the first window whose mean
+    is not below the best so far minus tol (the classifier compares each
+    epoch's loss)."""
+    X, y = load_diabetes(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    n, tol = 5, 1e-3
+    reg = ImplicitFTRLRegressor(n_iter_no_change=n, tol=tol, random_state=1).fit(X, y)
+    curve = reg.loss_curve_
+    assert n < reg.n_iter_ == len(curve) < reg.max_iter
+    # the windows ending at epochs n, n + 1, ... (summed as fit sums them)
+    means = np.array([sum(curve[i - n:i]) / n for i in range(n, len(curve) + 1)])
+    best = np.minimum.accumulate(means)
+    assert np.all(means[1:-1] <= best[:-2] - tol)  # every window before the last improved
+    assert not means[-1] <= best[-2] - tol
+    # an epoch's own loss rose before the stop, where a test of each epoch's
+    # loss would have waited
+    assert np.any(np.diff(curve) > 0)
