@@ -521,11 +521,13 @@ def learn_rows(list problems,
 
     Returns ``(sum of the passes' losses, sum of weights, t after,
     intercepts after)`` with the intercept sums written in place, or None
-    with nothing changed if a pass left a non-finite entry.  Each problem's
-    ``restore_columns()`` takes back a successful call, and does nothing
-    after one that raised (which changed nothing).  One compiled call
-    instead of a Python loop over the problems: a tenth of a call on one
-    row was that loop.
+    with nothing changed for rows that are not plain or could overflow the
+    state (``plain_rows_largest`` against ``limit``, with ``largest_factor``
+    the largest target or weight) and when a pass left a non-finite entry.
+    Each problem's ``restore_columns()`` takes back a successful call, and
+    does nothing after one that raised (which changed nothing).  One
+    compiled call instead of a Python loop over the problems and a scan of
+    its own: a sixth of a call on one row was those.
     """
     cdef Py_ssize_t k, n_problems = len(problems)
     cdef AdaGradProblem problem

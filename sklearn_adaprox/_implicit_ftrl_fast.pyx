@@ -179,10 +179,12 @@ def learn_rows(list problems,
     Returns ``(after, t after, sum of the passes' losses, their weight)``,
     ``after`` a (7, n_problems) array whose rows are the problems' theta
     intercept, intercept, lambda, gamma, ||theta||^2, cumulative loss and
-    cumulative weight; or None, with theta as it was, if any of those or
-    of theta's entries at the rows' columns is not finite.  Each problem's
-    ``restore_columns()`` takes back a successful call, and does nothing
-    after one that raised (which changed nothing).
+    cumulative weight; or None, with theta as it was, for rows that are
+    not plain or could overflow the state (``plain_rows_largest`` against
+    ``limit``, with ``largest_factor`` the largest target or weight) and
+    when any of those or of theta's entries at the rows' columns is not
+    finite.  Each problem's ``restore_columns()`` takes back a successful
+    call, and does nothing after one that raised (which changed nothing).
     """
     cdef Py_ssize_t k, r, n_problems = len(problems)
     cdef ImplicitFTRLProblem problem
