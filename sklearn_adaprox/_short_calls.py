@@ -302,7 +302,7 @@ class ImplicitFTRLPath(_ShortPath):
     after_names = ("scaled_intercept_", "intercept_", "lambda_", "pending_gamma_",
                    "sq_norm_scaled_coef_", "cumulative_loss_", "cumulative_weight_")
     changed = after_names + ("t_", "n_iter_", "_state_version", "average_loss_")
-    # the per-problem values the passes start from (learn_rows's before)
+    # the per-problem values the passes start from (read by learn_rows)
     before_names = ("scaled_intercept_", "lambda_", "pending_gamma_", "sq_norm_scaled_coef_",
                     "cumulative_loss_", "cumulative_weight_")
     state_names = ("scaled_coef_", "beta_", "loss_curve_") + changed
@@ -342,7 +342,7 @@ class ImplicitFTRLPath(_ShortPath):
         learnt = None
         try:
             # the passes of every problem, all or nothing, in one compiled
-            # call: None if a value it changed is not finite
+            # call, which checks every value it changed
             learnt = kernels[0](self.problems, data, indices, indptr, is_dense,
                                 self.n_features, targets, sample_weight, order,
                                 largest_factor, SCALE_LIMIT, state["t_"],
