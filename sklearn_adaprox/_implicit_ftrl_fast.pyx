@@ -39,7 +39,7 @@ import numpy as np
 cimport cython
 from cython cimport floating
 from libc.float cimport DBL_MAX
-from libc.math cimport fabs, fmax, fmin
+from libc.math cimport NAN, fabs, fmax, fmin
 from libc.stdint cimport int64_t
 
 from ._dataset cimport (RowPass, check_pass_input, index_t, plain_rows_largest, row_pass,
@@ -176,10 +176,12 @@ def learn_rows(list problems,
     theta's intercept, lambda, the pending gamma, ||theta||^2, the
     cumulative loss and weight.
 
-    Returns ``(after, t after, sum of the passes' losses, their weight)``,
-    ``after`` a (7, n_problems) array whose rows are the problems' theta
-    intercept, intercept, lambda, gamma, ||theta||^2, cumulative loss and
-    cumulative weight; or None, with theta as it was, for rows that are
+    Returns ``(after, t after, sum of the passes' losses, their weight,
+    average loss)``, ``after`` a (7, n_problems) array whose rows are the
+    problems' theta intercept, intercept, lambda, gamma, ||theta||^2,
+    cumulative loss and cumulative weight, and the average loss the
+    cumulative losses' sum over the first problem's weight (NaN for none),
+    summed in problem order as ``_update_average_loss`` sums them; or None, with theta as it was, for rows that are
     not plain or could overflow the state (``plain_rows_largest`` against
     ``limit``, with ``largest_factor`` the largest target or weight) and
     when any of those or of theta's entries at the rows' columns is not
@@ -189,7 +191,7 @@ def learn_rows(list problems,
     cdef Py_ssize_t k, r, n_problems = len(problems)
     cdef ImplicitFTRLProblem problem
     cdef double sums[2]
-    cdef double total_loss = 0.0, total = 0.0, weight = 0.0
+    cdef double total_loss = 0.0, total = 0.0, weight = 0.0, cumulative = 0.0, average
     # First, before anything can fail: nothing to take back yet (the
     # caller's restore_columns() after a failure must not take back an
     # earlier call).  The estimator's arrays are read after that.
@@ -235,6 +237,7 @@ def learn_rows(list problems,
         after[AFTER_LOSS, k] = sums[0] + cumulative_loss[k]
         after[AFTER_WEIGHT, k] = sums[1] + cumulative_weight[k]
         total_loss += sums[0]
+        cumulative += after[AFTER_LOSS, k]
         if k == 0:
             weight = sums[1]  # every problem sees the same weights
         for r in range(N_AFTER):
@@ -243,7 +246,9 @@ def learn_rows(list problems,
             restore_problems(problems, k + 1)
             return None
     # every problem sees the same weights
-    return result, (<ImplicitFTRLProblem> problems[0]).t, total_loss, weight
+    average = (cumulative / after[AFTER_WEIGHT, 0] if after[AFTER_WEIGHT, 0] > 0.0
+               else NAN)
+    return result, (<ImplicitFTRLProblem> problems[0]).t, total_loss, weight, average
 
 
 cdef int restore_problems(list problems, Py_ssize_t n) except -1:

@@ -34,6 +34,7 @@ general path gives:
 (``AdaGradPath``, ``ImplicitFTRLPath``, named by the estimator's
 ``_short_path_type``) builds the Problems and makes the passes.
 """
+import math
 import operator
 import weakref
 
@@ -69,6 +70,16 @@ def _specialised(*functions):
     return {key: tuple(function[names] for function in functions)
             for key, names in _ROW_DTYPES}
 
+
+# the types of a label that a one-label list may hold to be read without
+# numpy (_ShortPath._one_label): those whose value np.asarray([label])
+# keeps.  A regressor's target must be a float (an int goes through numpy,
+# which reads a very large one as an object), and a Python int too large
+# for int64 is no class of a fitted classifier either way.
+_LABEL_TYPES = frozenset((bool, int, float, str, np.bool_, np.int64, np.float64, np.str_))
+_FLOAT_TYPES = frozenset((float, np.float64))
+_ONE_WEIGHT = np.ones(1)
+_ONE_WEIGHT.flags.writeable = False
 
 # the row orders of the smallest chunks, read only (the kernels never write them)
 _ORDERS = [np.arange(n, dtype=np.int64) for n in range(17)]
@@ -161,6 +172,14 @@ class _ShortPath:
         -- each problem's targets (C-ordered rows), the rows' weights, and
         the largest product of a weight and a target the overflow check
         must allow for -- or None for labels the general path must read."""
+        if n_rows == 1:  # a stream's call: its one label read without arrays
+            if type(y) is list:
+                if len(y) == 1 and type(y[0]) in (_LABEL_TYPES if self.classifier
+                                                  else _FLOAT_TYPES):
+                    return self._one_label(y[0], classes)
+            elif (type(y) is np.ndarray and y.shape == (1,)
+                  and y.dtype.kind in ("biufU" if self.classifier else "biuf")):
+                return self._one_label(y.item(), classes)
         # labels as scikit-learn's validation reads them (np.asarray)
         if type(y) is not np.ndarray:
             if type(y) not in (list, tuple):
@@ -183,11 +202,23 @@ class _ShortPath:
             index = [self.class_index[label] for label in y.tolist()]
         except (KeyError, TypeError):
             return None
-        if n_rows == 1:
-            targets, sample_weight = self.one_row[index[0]]
-        else:
-            targets = self.targets.take(index, axis=1)  # C-ordered rows
-            sample_weight = self.class_weights[index]
+        targets = self.targets.take(index, axis=1)  # C-ordered rows
+        return targets, self.class_weights[index], self.largest_weight
+
+    def _one_label(self, label, classes):
+        """``labelled`` of one row's label, a value that ``np.asarray`` reads
+        as it is (a Python scalar of a numpy array, or of the types of
+        ``_LABEL_TYPES``), with the same result and without its arrays."""
+        if not self.classifier:
+            if not math.isfinite(label):
+                return None
+            return np.array([[float(label)]]), _ONE_WEIGHT, max(abs(float(label)), 1.0)
+        if classes is not None and set(np.asarray(classes).tolist()) != self.class_set:
+            return None
+        c = self.class_index.get(label)
+        if c is None:
+            return None
+        targets, sample_weight = self.one_row[c]
         return targets, sample_weight, self.largest_weight
 
 
@@ -212,6 +243,7 @@ class AdaGradPath(_ShortPath):
     # each call)
     intercept_sums = ("intercept_sum_gradient_", "intercept_sum_sq_gradient_")
     scalars = ("t_", "n_iter_", "_state_version", "intercept_")
+    get_scalars = operator.itemgetter(*scalars)  # a tuple: quicker than a map
 
     @classmethod
     def takes(cls, est):
@@ -255,7 +287,7 @@ class AdaGradPath(_ShortPath):
         state = est.__dict__
         u, q = state["intercept_sum_gradient_"], state["intercept_sum_sq_gradient_"]
         old_u, old_q = u.tolist(), q.tolist()
-        old = tuple(map(state.__getitem__, self.scalars))
+        old = self.get_scalars(state)
         curve = state["loss_curve_"]
         n_points = len(curve)
         learnt = None
@@ -302,9 +334,11 @@ class ImplicitFTRLPath(_ShortPath):
     after_names = ("scaled_intercept_", "intercept_", "lambda_", "pending_gamma_",
                    "sq_norm_scaled_coef_", "cumulative_loss_", "cumulative_weight_")
     changed = after_names + ("t_", "n_iter_", "_state_version", "average_loss_")
+    get_changed = operator.itemgetter(*changed)
     # the per-problem values the passes start from (read by learn_rows)
-    before_names = ("scaled_intercept_", "lambda_", "pending_gamma_", "sq_norm_scaled_coef_",
-                    "cumulative_loss_", "cumulative_weight_")
+    get_before = operator.itemgetter("scaled_intercept_", "lambda_", "pending_gamma_",
+                                     "sq_norm_scaled_coef_", "cumulative_loss_",
+                                     "cumulative_weight_")
     state_names = ("scaled_coef_", "beta_", "loss_curve_") + changed
 
     @classmethod
@@ -336,7 +370,7 @@ class ImplicitFTRLPath(_ShortPath):
     def learn(self, est, rows, targets, sample_weight, largest_factor, order):
         data, indices, indptr, is_dense, kernels = rows
         state = est.__dict__
-        old = tuple(map(state.__getitem__, self.changed))
+        old = self.get_changed(state)
         curve = state["loss_curve_"]
         n_points = len(curve)
         learnt = None
@@ -346,14 +380,14 @@ class ImplicitFTRLPath(_ShortPath):
             learnt = kernels[0](self.problems, data, indices, indptr, is_dense,
                                 self.n_features, targets, sample_weight, order,
                                 largest_factor, SCALE_LIMIT, state["t_"],
-                                *map(state.__getitem__, self.before_names))
+                                *self.get_before(state))
             if learnt is None:  # rows not plain, or a non-finite pass taken back
                 return False  # the general path names the fault
-            after, t, total_loss, total_weight = learnt
+            after, t, total_loss, total_weight, average_loss = learnt
             curve.append(total_loss / total_weight if total_weight > 0 else np.nan)
             state.update(zip(self.after_names, after))
-            state.update(t_=t, n_iter_=1, _state_version=new_state_version())
-            est._after_call()
+            state.update(t_=t, n_iter_=1, _state_version=new_state_version(),
+                         average_loss_=average_loss)
         except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
             for problem in self.problems:
                 problem.restore_columns()

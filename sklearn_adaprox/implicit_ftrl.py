@@ -219,10 +219,11 @@ class _ImplicitFTRLMixin:
         self._update_average_loss()
 
     def _update_average_loss(self):
-        weight = self.cumulative_weight_[0]
-        self.average_loss_ = (
-            float(self.cumulative_loss_.sum() / weight) if weight > 0 else np.nan
-        )
+        # the problems' losses summed one after the other, as the short
+        # path's kernel sums them (numpy's sum pairs them differently)
+        weight = float(self.cumulative_weight_[0])
+        self.average_loss_ = (sum(self.cumulative_loss_.tolist()) / weight
+                              if weight > 0 else np.nan)
 
 
 _DOC_UPDATE = r"""

@@ -438,3 +438,86 @@ def test_a_state_array_the_kernel_cannot_read_goes_to_the_general_path(model_typ
     twin.partial_fit(X[11:12], y[11:12], sample_weight=[1.0])
     assert general_calls == [model, twin]
     _assert_same_model(model, twin)
+
+
+# ----------------------------------------------------------------------
+# one row and its label in a list: the stream's call, read without numpy
+
+def _as(kind, label):
+    """``label`` as a value of the Python or numpy type ``kind``."""
+    return {"int": int, "float": float, "bool": bool, "numpy int": np.int64,
+            "numpy float": np.float64, "numpy bool": np.bool_, "str": str,
+            "numpy str": np.str_}[kind](label)
+
+
+@pytest.mark.parametrize("model_type", [AdaGradClassifier, ImplicitFTRLClassifier])
+@pytest.mark.parametrize("label_type", ["int", "float", "bool", "numpy int", "numpy float",
+                                        "numpy bool", "str", "numpy str"])
+@pytest.mark.parametrize("container", [list, np.array])
+def test_one_label_gives_the_general_path_model(model_type, label_type, container,
+                                                general_calls):
+    X, y = _stream()
+    if "str" in label_type:
+        y = np.array(["no", "yes"])[y]
+    elif "bool" in label_type:
+        y = y.astype(bool)
+    quick, general = (model_type().partial_fit(X[:10], y[:10], classes=np.unique(y))
+                      for _ in range(2))
+    del general_calls[:]
+    for i in range(10, 60):
+        quick.partial_fit(X[i:i + 1], container([_as(label_type, y[i])]))
+        general.partial_fit(X[i:i + 1], y[i:i + 1], sample_weight=[1.0])
+    assert quick not in general_calls
+    _assert_same_model(quick, general)
+
+
+@pytest.mark.parametrize("container", [list, np.array])
+def test_one_target_gives_the_general_path_model(container, general_calls):
+    """A regressor's one target, a float, a numpy float or an int (which a
+    list hands to numpy first), in a list or an array."""
+    X, y = _ftrl_stream("regressor")
+    quick, general = _ftrl_twins("regressor", X, y)
+    del general_calls[:]
+    for i in range(10, 60):
+        target = round(y[i]) if i % 3 == 0 else (float(y[i]) if i % 3 == 1 else y[i])
+        quick.partial_fit(X[i:i + 1], container([target]))
+        general.partial_fit(X[i:i + 1], np.array([target], dtype=float), sample_weight=[1.0])
+    assert quick not in general_calls
+    _assert_same_model(quick, general)
+
+
+def test_the_average_loss_of_many_problems_is_the_general_path_s():
+    """Sixteen one-vs-rest problems: the short path's kernel sums their
+    cumulative losses in order, as the general path does."""
+    X, y = _stream(n_rows=200, n_classes=16, seed=1)
+    quick, general = (ImplicitFTRLClassifier().partial_fit(X[:20], y[:20], classes=np.arange(16))
+                      for _ in range(2))
+    for i in range(20, 80):
+        quick.partial_fit(X[i:i + 1], [int(y[i])])
+        general.partial_fit(X[i:i + 1], y[i:i + 1], sample_weight=[1.0])
+    losses = quick.cumulative_loss_
+    # numpy pairs eight or more values: here that sum differs in its last bits
+    assert float(losses.sum()) != sum(losses.tolist())
+    assert quick.average_loss_ == general.average_loss_
+    assert quick.average_loss_ == sum(losses.tolist()) / quick.cumulative_weight_[0]
+
+
+@pytest.mark.parametrize("model_type, label, message", [
+    (AdaGradClassifier, 7, "not in classes"),
+    (AdaGradClassifier, 1.5, "Unknown label type"),
+    (ImplicitFTRLClassifier, "1", "not in classes"),
+    (ImplicitFTRLRegressor, np.nan, "NaN"),
+    (ImplicitFTRLRegressor, np.inf, "infinity"),
+    (ImplicitFTRLRegressor, "a", "convert"),
+])
+@pytest.mark.parametrize("container", [list, np.array])
+def test_one_label_the_short_path_declines_gets_the_general_message(
+        model_type, label, message, container):
+    X, y = _ftrl_stream("regressor") if model_type is ImplicitFTRLRegressor else _stream()
+    model = (model_type().partial_fit(X[:10], y[:10]) if model_type is ImplicitFTRLRegressor
+             else model_type().partial_fit(X[:10], y[:10], classes=[0, 1]))
+    model.partial_fit(X[10:11], y[10:11])  # the short path is set up
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match=message):
+        model.partial_fit(X[11:12], container([label]))
+    assert pickle.dumps(model) == before
