@@ -74,10 +74,13 @@ cdef bint HAVE_AVX = avx_available()
 
 def set_avx(bint enabled):
     """Test hook: take the AVX loops when ``enabled`` and the CPU runs AVX,
-    else the SSE2 ones.  Returns whether AVX was in use before."""
+    else the SSE2 ones, here and in the multinomial kernel.  Returns
+    whether AVX was in use before."""
     global HAVE_AVX
+    from . import _adagrad_multinomial_fast
     previous = HAVE_AVX
     HAVE_AVX = enabled and avx_available()
+    _adagrad_multinomial_fast.set_avx(enabled)
     return previous
 
 

@@ -37,10 +37,37 @@ from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
 from ._loss cimport MultinomialLoss
 from ._prox cimport group_l2_prox, linf_prox, prox_work_size
 
+cdef extern from "_simd.h" nogil:
+    void prefetch_stream(const void* p, size_t nbytes)
+    bint avx_available()
+    void class_scores_avx(const double* acc, Py_ssize_t n_classes, double xj, double eta,
+                          double delta, double l1_shift, double l2_shift, double* scores)
+    void class_sums_step_avx(double* acc, Py_ssize_t n_classes, double xj, const double* d)
+
+# Whether the CPU (and the OS) run AVX: dual averaging's loops over the
+# classes of a feature then take four classes per instruction (same results).
+cdef bint HAVE_AVX = avx_available()
+
+
+def set_avx(bint enabled):
+    """Test hook (``_adagrad_fast.set_avx`` calls it): take the AVX loops
+    when ``enabled`` and the CPU runs AVX.  Returns whether AVX was in use."""
+    global HAVE_AVX
+    previous = HAVE_AVX
+    HAVE_AVX = enabled and avx_available()
+    return previous
+
+
 cdef enum:
     ELEMENTWISE = 0
     GROUP_L2 = 1
     GROUP_LINF = 2
+
+cdef enum:
+    # entries of a row between the request of a feature's sums and their use
+    PREFETCH_AHEAD = 8
+    # features per block of the transpositions in load() and store()
+    STORE_BLOCK = 64
 
 PENALTY_CODES = {"elementwise": ELEMENTWISE, "l1_l2": GROUP_L2, "l1_linf": GROUP_LINF}
 
@@ -64,7 +91,12 @@ cdef class MultinomialProblem:
     cdef double[:, ::1] coef_out       # caller's (n_classes, n_features) arrays
     cdef double[:, ::1] sum_grad_out
     cdef double[:, ::1] sum_sq_grad_out
-    cdef double[:, ::1] W              # (n_features, n_classes)
+    cdef double[:, ::1] W              # (n_features, n_classes); (0, n_classes) if closed_form
+    # dual averaging with an element-wise penalty (the default): every weight
+    # is a closed form of its sums and t, computed where it is read, so W is
+    # neither kept nor written (on 20 newsgroups hashed, 20 classes x 2**20
+    # features, W alone is 168 MB to map and write per call)
+    cdef bint closed_form
     cdef double[:, ::1] acc            # (n_features, 2 n_classes): (u, root) pairs
     cdef int64_t[::1] last_step        # mirror descent: step at which row j is current
     cdef double[::1] intercept
@@ -100,13 +132,29 @@ cdef class MultinomialProblem:
         self.intercept_sum_sq_grad = intercept_sum_sq_grad
         self.t = t
         n_features = coef.shape[1]
-        self.W = np.ascontiguousarray(np.asarray(coef).T)
-        acc = np.empty((n_features, 2 * self.n_classes))
-        acc[:, 0::2] = np.asarray(sum_grad).T
-        acc[:, 1::2] = np.sqrt(np.asarray(sum_sq_grad).T)
-        self.acc = acc
+        self.closed_form = (self.hyper.update == DUAL_AVERAGING
+                            and self.penalty == ELEMENTWISE)
+        self.W = (np.empty((0, self.n_classes)) if self.closed_form
+                  else np.ascontiguousarray(np.asarray(coef).T))
+        self.acc = np.empty((n_features, 2 * self.n_classes))
+        self.load(sum_grad, sum_sq_grad)
         self.last_step = np.full(n_features, t, dtype=np.int64)
         self.work = np.zeros((5, self.n_classes + prox_work_size(self.n_classes)))
+
+    cdef void load(self, const double[:, ::1] sum_grad,
+                   const double[:, ::1] sum_sq_grad) noexcept nogil:
+        """acc from the caller's sums, transposed by blocks as in store()."""
+        cdef Py_ssize_t j, j0, j1, k, n = self.acc.shape[0]
+        cdef double* acc
+        j0 = 0
+        while j0 < n:
+            j1 = j0 + STORE_BLOCK if j0 + STORE_BLOCK < n else n
+            for k in range(self.n_classes):
+                for j in range(j0, j1):
+                    acc = &self.acc[j, 2 * k]
+                    acc[0] = sum_grad[k, j]
+                    acc[1] = sqrt(sum_sq_grad[k, j])
+            j0 = j1
 
     cdef void current_row(self, Py_ssize_t j) noexcept nogil:
         """Bring row j of W to step t (weights of step t, before step t+1)."""
@@ -172,11 +220,22 @@ cdef class MultinomialProblem:
         x_j * d (d = dloss/dp, zero on the classes the loss did not move)."""
         cdef Py_ssize_t k, K = self.n_classes
         cdef Hyper h = self.hyper
-        cdef double* w = &self.W[j, 0]
         cdef double* acc = &self.acc[j, 0]
+        cdef double* w
         cdef double* v = &self.work[2, 0]
         cdef double* D = &self.work[3, 0]
         cdef double g, root, H
+        if self.closed_form:  # the sums only
+            if HAVE_AVX:
+                class_sums_step_avx(acc, K, xj, d)
+                return
+            for k in range(K):
+                g = d[k] * xj
+                if g != 0.0:
+                    acc[2 * k] += g
+                    acc[2 * k + 1] = sqrt(acc[2 * k + 1] * acc[2 * k + 1] + g * g)
+            return
+        w = &self.W[j, 0]
         for k in range(K):
             g = d[k] * xj
             root = acc[2 * k + 1]
@@ -217,16 +276,50 @@ cdef class MultinomialProblem:
                 self.intercept[k] = da_intercept(self.intercept_sum_grad[k], 0.0,
                                                  <double> self.t, self.hyper)
 
-    cdef void store(self) noexcept nogil:
-        """Every row current at t, then everything back to the caller."""
-        cdef Py_ssize_t j, k
-        self.current_intercepts()
-        for j in range(self.W.shape[0]):
-            self.current_row(j)
+    cdef void add_scores(self, Py_ssize_t j, double xj, double* scores) noexcept nogil:
+        """scores += xj * (row j of W at step t), bringing the row to step t
+        first where W is kept."""
+        cdef Py_ssize_t k
+        cdef double* acc
+        cdef double t = <double> self.t
+        if self.closed_form:
+            acc = &self.acc[j, 0]
+            if self.hyper.adaptive and HAVE_AVX:
+                class_scores_avx(acc, self.n_classes, xj, self.hyper.eta, self.hyper.delta,
+                                 self.hyper.l1 * t, self.hyper.eta * self.hyper.l2 * t, scores)
+                return
             for k in range(self.n_classes):
-                self.coef_out[k, j] = self.W[j, k]
-                self.sum_grad_out[k, j] = self.acc[j, 2 * k]
-                self.sum_sq_grad_out[k, j] = self.acc[j, 2 * k + 1] * self.acc[j, 2 * k + 1]
+                scores[k] += da_weight(acc[2 * k], da_root(acc[2 * k + 1], t, self.hyper),
+                                       t, self.hyper) * xj
+            return
+        self.current_row(j)
+        for k in range(self.n_classes):
+            scores[k] += self.W[j, k] * xj
+
+    cdef void store(self) noexcept nogil:
+        """Every row current at t, then everything back to the caller's
+        (n_classes, n_features) arrays.  The transposition goes by blocks of
+        features, so that its writes are runs of STORE_BLOCK doubles in each
+        of the 3 n_classes rows it writes."""
+        cdef Py_ssize_t j, j0, j1, k, n = self.acc.shape[0], K = self.n_classes
+        cdef double t = <double> self.t
+        cdef Hyper h = self.hyper
+        cdef double* acc
+        self.current_intercepts()
+        if not self.closed_form:
+            for j in range(n):
+                self.current_row(j)
+        j0 = 0
+        while j0 < n:
+            j1 = j0 + STORE_BLOCK if j0 + STORE_BLOCK < n else n
+            for k in range(K):
+                for j in range(j0, j1):
+                    acc = &self.acc[j, 2 * k]
+                    self.coef_out[k, j] = (da_weight(acc[0], da_root(acc[1], t, h), t, h)
+                                           if self.closed_form else self.W[j, k])
+                    self.sum_grad_out[k, j] = acc[0]
+                    self.sum_sq_grad_out[k, j] = acc[1] * acc[1]
+            j0 = j1
 
 
 cdef inline bint row_is_zero(const double* w, Py_ssize_t n) noexcept nogil:
@@ -260,16 +353,17 @@ def run_epoch(MultinomialProblem problem,
     (0 .. n_classes - 1, as floats).  Rows of zero weight are not steps.
     Returns ``(sum of weight * loss before each step, sum of weights)``."""
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
-                     problem.W.shape[0], y.shape[0], sample_weight, order)
+                     problem.acc.shape[0], y.shape[0], sample_weight, order)
     cdef Py_ssize_t K = problem.n_classes
     if not all_class_indices(y, K):
         raise ValueError(f"y must hold class indices in [0, {K}).")
     cdef double* scores = &problem.work[0, 0]
+    cdef size_t row_bytes = 2 * K * sizeof(double)
     cdef double* d = &problem.work[1, 0]
     cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
     cdef const index_t* idx
-    cdef Py_ssize_t s, i, k, e, j, nnz
+    cdef Py_ssize_t s, i, k, e, nnz
     cdef double sw, value, sum_loss = 0.0, sum_weight = 0.0
     cdef bint moved
 
@@ -285,12 +379,13 @@ def run_epoch(MultinomialProblem problem,
             for k in range(K):
                 scores[k] = problem.intercept[k]
             for e in range(nnz):
-                if x[e] == 0.0:
-                    continue
-                j = idx[e]
-                problem.current_row(j)
-                for k in range(K):
-                    scores[k] += problem.W[j, k] * x[e]
+                # the sums of a feature span 2 K doubles (5 cache lines for
+                # 20 classes) at a random place: ask for those of a later
+                # entry of the row, so that the misses overlap
+                if e + PREFETCH_AHEAD < nnz:
+                    prefetch_stream(&problem.acc[idx[e + PREFETCH_AHEAD], 0], row_bytes)
+                if x[e] != 0.0:
+                    problem.add_scores(idx[e], x[e], scores)
             value = problem.loss.loss_gradient(scores, K, <Py_ssize_t> y[i], d)
             sum_loss += sw * value
             sum_weight += sw

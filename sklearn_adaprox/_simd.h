@@ -282,10 +282,103 @@ static inline void root_update_avx(double *acc, const int32_t *idx, const double
     }
 }
 
+/* The K pairs (acc[2k], acc[2k + 1]) = (u_k, root_k) of classes k .. k + 3,
+ * side by side in memory, as two vectors: lane m holds class k + m's. */
+__attribute__((target("avx")))
+static inline void load_class_pairs_avx(const double *acc, __m256d *u, __m256d *root)
+{
+    __m256d lo = _mm256_loadu_pd(acc);      /* u0 r0 u1 r1 */
+    __m256d hi = _mm256_loadu_pd(acc + 4);  /* u2 r2 u3 r3 */
+    __m256d even = _mm256_permute2f128_pd(lo, hi, 0x20);  /* u0 r0 u2 r2 */
+    __m256d odd = _mm256_permute2f128_pd(lo, hi, 0x31);   /* u1 r1 u3 r3 */
+    *u = _mm256_unpacklo_pd(even, odd);
+    *root = _mm256_unpackhi_pd(even, odd);
+}
+
+/* Multinomial dual averaging, the classes of one feature (acc: its K
+ * pairs): scores[k] += w_k xj with w_k the closed form of
+ * threshold_quotient_sum_avx (0 unless |u_k| is past l1_shift), in the
+ * scalar loop's arithmetic. */
+__attribute__((target("avx")))
+static inline void class_scores_avx(const double *acc, ptrdiff_t n_classes, double xj,
+                                    double eta, double delta, double l1_shift,
+                                    double l2_shift, double *scores)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    const __m256d zero = _mm256_setzero_pd();
+    const __m256d x4 = _mm256_set1_pd(xj);
+    __m256d u, root;
+    ptrdiff_t k = 0;
+    for (; k + 3 < n_classes; k += 4) {
+        load_class_pairs_avx(acc + 2 * k, &u, &root);
+        __m256d excess = _mm256_sub_pd(_mm256_andnot_pd(sign, u), _mm256_set1_pd(l1_shift));
+        __m256d den = _mm256_add_pd(_mm256_add_pd(_mm256_set1_pd(delta), root),
+                                    _mm256_set1_pd(l2_shift));
+        __m256d mag = _mm256_div_pd(_mm256_mul_pd(_mm256_set1_pd(eta), excess), den);
+        __m256d w = _mm256_xor_pd(_mm256_or_pd(mag, _mm256_and_pd(sign, u)), sign);
+        w = _mm256_and_pd(w, _mm256_cmp_pd(excess, zero, _CMP_GT_OQ));
+        _mm256_storeu_pd(scores + k, _mm256_add_pd(_mm256_loadu_pd(scores + k),
+                                                   _mm256_mul_pd(w, x4)));
+    }
+    for (; k < n_classes; k++) {
+        double e = fabs(acc[2 * k]) - l1_shift;
+        double w = e > 0.0 ? -copysign(eta * e / (delta + acc[2 * k + 1] + l2_shift),
+                                       acc[2 * k]) : 0.0;
+        scores[k] += w * xj;
+    }
+}
+
+/* The sums' step of the classes of one feature for the gradient xj d:
+ * u_k += g_k and root_k = sqrt(root_k^2 + g_k^2) where g_k = d_k xj is not
+ * zero; the others are left as they are (sqrt(r^2) need not give r). */
+__attribute__((target("avx")))
+static inline void class_sums_step_avx(double *acc, ptrdiff_t n_classes, double xj,
+                                       const double *d)
+{
+    const __m256d zero = _mm256_setzero_pd();
+    const __m256d x4 = _mm256_set1_pd(xj);
+    __m256d u, root;
+    ptrdiff_t k = 0;
+    for (; k + 3 < n_classes; k += 4) {
+        __m256d g = _mm256_mul_pd(_mm256_loadu_pd(d + k), x4);
+        load_class_pairs_avx(acc + 2 * k, &u, &root);
+        __m256d idle = _mm256_cmp_pd(g, zero, _CMP_EQ_OQ);
+        u = _mm256_blendv_pd(_mm256_add_pd(u, g), u, idle);
+        root = _mm256_blendv_pd(
+            _mm256_sqrt_pd(_mm256_add_pd(_mm256_mul_pd(root, root), _mm256_mul_pd(g, g))),
+            root, idle);
+        __m256d even = _mm256_unpacklo_pd(u, root);  /* u0 r0 u2 r2 */
+        __m256d odd = _mm256_unpackhi_pd(u, root);   /* u1 r1 u3 r3 */
+        _mm256_storeu_pd(acc + 2 * k, _mm256_permute2f128_pd(even, odd, 0x20));
+        _mm256_storeu_pd(acc + 2 * k + 4, _mm256_permute2f128_pd(even, odd, 0x31));
+    }
+    for (; k < n_classes; k++) {
+        double g = d[k] * xj;
+        if (g != 0.0) {
+            acc[2 * k] += g;
+            acc[2 * k + 1] = sqrt(acc[2 * k + 1] * acc[2 * k + 1] + g * g);
+        }
+    }
+}
+
 #else
 #include <stdint.h>
 
 static inline int avx_available(void) { return 0; }
+
+static inline void class_scores_avx(const double *acc, ptrdiff_t n_classes, double xj,
+                                    double eta, double delta, double l1_shift,
+                                    double l2_shift, double *scores)
+{
+    (void)acc; (void)n_classes; (void)xj; (void)eta; (void)delta; (void)l1_shift;
+    (void)l2_shift; (void)scores;  /* never called: avx_available() is 0 */
+}
+
+static inline void class_sums_step_avx(double *acc, ptrdiff_t n_classes, double xj,
+                                       const double *d)
+{
+    (void)acc; (void)n_classes; (void)xj; (void)d;  /* never called */
+}
 
 static inline double quotient_sum_avx(const double *acc, const int32_t *idx, const double *x,
                                ptrdiff_t nnz, double shift)

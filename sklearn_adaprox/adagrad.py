@@ -877,7 +877,13 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
     def _run_epoch(self, k, rows, y, sample_weight, order):
         kernel = self._kernel()
-        problem = kernel.problem(self, k)
+        if kernel.name == "multinomial":
+            # its Problem holds the state in its own layout (the transpose of
+            # the fitted arrays, hundreds of MB on wide text): made once per
+            # call, each pass continuing where the last one stored it back
+            problem = self._workspace(("multinomial", k), lambda: kernel.problem(self, k))
+        else:
+            problem = kernel.problem(self, k)
         result = kernel.run_epoch(problem, *rows, y, sample_weight, order)
         kernel.read_back(self, k, problem)
         return result

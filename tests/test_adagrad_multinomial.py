@@ -206,3 +206,56 @@ def test_structure_cannot_change_mid_stream(digits, start, change):
     for name, value in before.items():
         assert_array_equal(getattr(clf, name), value)
     clf.fit(X[:60], y[:60])  # a fresh fit with the new structure is fine
+
+
+@pytest.mark.parametrize("n_classes", [5, 7])
+@pytest.mark.parametrize("loss", ["log_loss", "hinge"])
+@pytest.mark.parametrize("penalty", ELEMENTWISE)
+def test_avx_and_scalar_class_loops_agree_bit_for_bit(n_classes, loss, penalty):
+    """Dual averaging's AVX loops over the classes of a feature (four at a
+    time, the rest one by one: 5 and 7 classes) keep the scalar loops'
+    arithmetic; with an l1 part some weights are past their threshold and
+    some are not, and hinge leaves most classes' gradients zero."""
+    from sklearn_adaprox import _adagrad_fast
+
+    rng = np.random.RandomState(1)
+    X = sp.random(300, 40, density=0.2, format="csr", random_state=rng)
+    y = np.argmax(X @ rng.randn(40, n_classes) + 0.3 * rng.randn(300, n_classes), axis=1)
+    clf = AdaGradClassifier(loss=loss, penalty=penalty, multi_class="multinomial",
+                            alpha=5e-3 if penalty in ("l1", "elasticnet") else 1e-3,
+                            max_iter=3, tol=None, random_state=0)
+    previous = _adagrad_fast.set_avx(False)
+    try:
+        scalar = clf.fit(X, y).__dict__.copy()
+        if not _adagrad_fast.set_avx(True) and not _adagrad_fast.set_avx(True):
+            pytest.skip("this CPU has no AVX")
+        avx = clf.fit(X, y).__dict__.copy()
+    finally:
+        _adagrad_fast.set_avx(previous)
+    for name in ("class_coef_", "sum_gradient_", "sum_sq_gradient_", "class_intercept_"):
+        assert_array_equal(avx[name], scalar[name], err_msg=name)
+    assert avx["loss_curve_"] == scalar["loss_curve_"]
+    if penalty in ("l1", "elasticnet"):
+        assert 0.05 < np.mean(avx["class_coef_"] == 0) < 0.95
+
+
+@pytest.mark.parametrize("update", UPDATES)
+@pytest.mark.parametrize("penalty", ["l2", "l1_l2"])
+def test_a_fit_s_epochs_are_its_partial_fit_calls(update, penalty):
+    """fit keeps one Problem (the state in the kernel's layout) for all its
+    epochs; partial_fit makes one per call: the same model, bit for bit."""
+    if update == "ftrl_proximal" and penalty in MIXED:
+        pytest.skip("FTRL-Proximal has no mixed norm")
+    rng = np.random.RandomState(2)
+    X = sp.random(200, 30, density=0.25, format="csr", random_state=rng)
+    y = rng.randint(0, 4, 200)
+    params = dict(update=update, penalty=penalty, alpha=1e-2, multi_class="multinomial",
+                  shuffle=False, tol=None, delta=0.05)
+    fitted = AdaGradClassifier(max_iter=4, **params).fit(X, y)
+    streamed = AdaGradClassifier(max_iter=4, **params)
+    for _ in range(4):
+        streamed.partial_fit(X, y, classes=np.arange(4))
+    for name in ("coef_", "intercept_", "sum_gradient_", "sum_sq_gradient_"):
+        assert_array_equal(getattr(fitted, name), getattr(streamed, name), err_msg=name)
+    assert fitted.loss_curve_ == streamed.loss_curve_
+    assert fitted.t_ == streamed.t_
