@@ -41,7 +41,7 @@ import numpy as np
 cimport cython
 from cython cimport floating
 from libc.float cimport DBL_MAX
-from libc.math cimport fabs, fmax, sqrt
+from libc.math cimport fabs, sqrt
 from libc.stdint cimport int32_t, int64_t
 
 cdef extern from "_simd.h" nogil:
@@ -63,7 +63,7 @@ from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyp
                               da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
                               intercept_step, make_hyper, md_idle_steps, md_prox)
 from ._dataset cimport (RowPass, check_pass_input, index_t, longest_row,
-                        plain_rows_largest, row_pass, step_row)
+                        learnable_rows, plain_rows_largest, row_pass, step_row)
 from ._loss cimport Loss
 
 # Whether the CPU (and the OS) run AVX: the dual-averaging and FTRL-Proximal
@@ -525,8 +525,8 @@ def learn_rows(list problems,
     Returns ``(sum of the passes' losses, sum of weights, t after,
     intercepts after)`` with the intercept sums written in place, or None
     with nothing changed for rows that are not plain or could overflow the
-    state (``plain_rows_largest`` against ``limit``, with ``largest_factor``
-    the largest target or weight) and when a pass left a non-finite entry.
+    state (``_dataset.learnable_rows``, with ``largest_factor`` the largest
+    target or weight) and when a pass left a non-finite entry.
     Each problem's ``restore_columns()`` takes back a successful call, and
     does nothing after one that raised (which changed nothing).  One
     compiled call instead of a Python loop over the problems and a scan of
@@ -542,11 +542,8 @@ def learn_rows(list problems,
     # earlier call).  The estimator's arrays are read after that.
     for k in range(n_problems):
         (<AdaGradProblem> problems[k]).n_saved = 0
-    # rows the general path must check (not plain, or values that could
-    # overflow the state with a target or weight of ``largest_factor``)
-    cdef double largest = plain_rows_largest(X_data, X_indices, X_indptr, is_dense,
-                                             n_features, order.shape[0])
-    if largest < 0.0 or fmax(largest, 1.0) * largest_factor >= limit:
+    if not learnable_rows(X_data, X_indices, X_indptr, is_dense, n_features,
+                          order.shape[0], largest_factor, limit):
         return None
     cdef int64_t t = t_value
     cdef const double[::1] intercept = intercepts

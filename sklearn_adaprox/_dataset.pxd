@@ -294,3 +294,22 @@ cdef inline double plain_rows_largest(
                 return -1.0
             biggest = fmax(biggest, v)
     return biggest
+
+
+cdef inline bint learnable_rows(
+    const floating[::1] X_data,
+    const index_t[::1] X_indices,
+    const index_t[::1] X_indptr,
+    bint is_dense,
+    Py_ssize_t n_features,
+    Py_ssize_t n_rows,
+    double largest_factor,
+    double limit,
+) noexcept:
+    """Whether a short call's compiled passes may take the rows: plain
+    (``plain_rows_largest``), with no value that could overflow the state
+    against ``limit`` with a target or weight of ``largest_factor``.  Else
+    the general path checks them and names the fault."""
+    cdef double largest = plain_rows_largest(X_data, X_indices, X_indptr, is_dense,
+                                             n_features, n_rows)
+    return largest >= 0.0 and fmax(largest, 1.0) * largest_factor < limit

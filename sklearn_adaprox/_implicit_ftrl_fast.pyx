@@ -42,8 +42,8 @@ from libc.float cimport DBL_MAX
 from libc.math cimport NAN, fabs, fmax, fmin
 from libc.stdint cimport int64_t
 
-from ._dataset cimport (RowPass, check_pass_input, index_t, plain_rows_largest, row_pass,
-                        step_row)
+from ._dataset cimport (RowPass, check_pass_input, index_t, learnable_rows,
+                        plain_rows_largest, row_pass, step_row)
 from ._loss cimport Loss
 
 cdef enum:
@@ -182,8 +182,8 @@ def learn_rows(list problems,
     cumulative loss and cumulative weight, and the average loss the
     cumulative losses' sum over the first problem's weight (NaN for none),
     summed in problem order as ``_update_average_loss`` sums them; or None, with theta as it was, for rows that are
-    not plain or could overflow the state (``plain_rows_largest`` against
-    ``limit``, with ``largest_factor`` the largest target or weight) and
+    not plain or could overflow the state (``_dataset.learnable_rows``,
+    with ``largest_factor`` the largest target or weight) and
     when any of those or of theta's entries at the rows' columns is not
     finite.  Each problem's ``restore_columns()`` takes back a successful
     call, and does nothing after one that raised (which changed nothing).
@@ -197,11 +197,8 @@ def learn_rows(list problems,
     # earlier call).  The estimator's arrays are read after that.
     for k in range(n_problems):
         (<ImplicitFTRLProblem> problems[k]).n_saved = 0
-    # rows the general path must check (not plain, or values that could
-    # overflow the state with a target or weight of ``largest_factor``)
-    cdef double largest = plain_rows_largest(X_data, X_indices, X_indptr, is_dense,
-                                             n_features, order.shape[0])
-    if largest < 0.0 or fmax(largest, 1.0) * largest_factor >= limit:
+    if not learnable_rows(X_data, X_indices, X_indptr, is_dense, n_features,
+                          order.shape[0], largest_factor, limit):
         return None
     cdef int64_t t = t_value
     cdef const double[::1] theta_intercept = theta_intercepts
