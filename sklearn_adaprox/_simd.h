@@ -203,35 +203,41 @@ static inline double ftrl_row_weights_avx(const double *acc, const int32_t *idx,
     return p;
 }
 
-/* The l1 dual-averaging margin: sum over k of w_j x[k], j = idx[k], where
- * w_j = -copysign(eta e / ((delta + root_j) + l2_shift), u_j) if the excess
- * e = |u_j| - l1_shift is positive and 0 otherwise; (u_j, root_j) =
- * (acc[2j], acc[2j + 1]).  The same operations as the scalar da_weight, in
- * the same order; a zero weight adds nothing (the sum is never -0), so
- * adding its product is the same as skipping it.  Branch-free: whether a
- * weight is past its threshold is unpredictable. */
+/* The dual-averaging weights of four (u, root) pairs, lane by lane:
+ * w = -copysign(eta e / ((delta + root) + l2_shift), u) if the excess
+ * e = |u| - l1_shift is positive, else 0 (so 0 for u = 0).  The same
+ * operations as the scalar da_weight, in the same order, so the same
+ * numbers.  Branch-free: whether a weight is past its threshold is
+ * unpredictable. */
+__attribute__((target("avx")))
+static inline __m256d da_weights_avx(__m256d u, __m256d root, double eta, double delta,
+                                     double l1_shift, double l2_shift)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    __m256d excess = _mm256_sub_pd(_mm256_andnot_pd(sign, u), _mm256_set1_pd(l1_shift));
+    __m256d den = _mm256_add_pd(_mm256_add_pd(_mm256_set1_pd(delta), root),
+                                _mm256_set1_pd(l2_shift));
+    __m256d mag = _mm256_div_pd(_mm256_mul_pd(_mm256_set1_pd(eta), excess), den);
+    /* -copysign(mag, u): mag >= 0 where it is kept, so flip u's sign */
+    __m256d w = _mm256_xor_pd(_mm256_or_pd(mag, _mm256_and_pd(sign, u)), sign);
+    return _mm256_and_pd(w, _mm256_cmp_pd(excess, _mm256_setzero_pd(), _CMP_GT_OQ));
+}
+
+/* The l1 dual-averaging margin: sum over k of w_j x[k], j = idx[k], w_j the
+ * weight of da_weights_avx from (u_j, root_j) = (acc[2j], acc[2j + 1]).  A
+ * zero weight adds nothing (the sum is never -0), so adding its product is
+ * the same as skipping it, as the scalar loop does. */
 __attribute__((target("avx")))
 static inline double threshold_quotient_sum_avx(const double *acc, const int32_t *idx,
                                                 const double *x, ptrdiff_t nnz, double eta,
                                                 double delta, double l1_shift, double l2_shift)
 {
-    const __m256d sign = _mm256_set1_pd(-0.0);
-    const __m256d zero = _mm256_setzero_pd();
-    const __m256d eta4 = _mm256_set1_pd(eta);
-    const __m256d delta4 = _mm256_set1_pd(delta);
-    const __m256d l1_4 = _mm256_set1_pd(l1_shift);
-    const __m256d l2_4 = _mm256_set1_pd(l2_shift);
     __m256d u, root;
     double p = 0.0;
     ptrdiff_t k = 0;
     for (; k + 3 < nnz; k += 4) {
         gather_pairs_avx(acc, idx + k, &u, &root);
-        __m256d excess = _mm256_sub_pd(_mm256_andnot_pd(sign, u), l1_4);
-        __m256d den = _mm256_add_pd(_mm256_add_pd(delta4, root), l2_4);
-        __m256d mag = _mm256_div_pd(_mm256_mul_pd(eta4, excess), den);
-        /* -copysign(mag, u): mag >= 0 where it is kept, so flip u's sign */
-        __m256d w = _mm256_xor_pd(_mm256_or_pd(mag, _mm256_and_pd(sign, u)), sign);
-        w = _mm256_and_pd(w, _mm256_cmp_pd(excess, zero, _CMP_GT_OQ));
+        __m256d w = da_weights_avx(u, root, eta, delta, l1_shift, l2_shift);
         p = add_lanes_in_order(p, _mm256_mul_pd(w, _mm256_loadu_pd(x + k)));
     }
     for (; k < nnz; k++) {
@@ -296,27 +302,19 @@ static inline void load_class_pairs_avx(const double *acc, __m256d *u, __m256d *
 }
 
 /* Multinomial dual averaging, the classes of one feature (acc: its K
- * pairs): scores[k] += w_k xj with w_k the closed form of
- * threshold_quotient_sum_avx (0 unless |u_k| is past l1_shift), in the
+ * pairs): scores[k] += w_k xj with w_k the weight of da_weights_avx, in the
  * scalar loop's arithmetic. */
 __attribute__((target("avx")))
 static inline void class_scores_avx(const double *acc, ptrdiff_t n_classes, double xj,
                                     double eta, double delta, double l1_shift,
                                     double l2_shift, double *scores)
 {
-    const __m256d sign = _mm256_set1_pd(-0.0);
-    const __m256d zero = _mm256_setzero_pd();
     const __m256d x4 = _mm256_set1_pd(xj);
     __m256d u, root;
     ptrdiff_t k = 0;
     for (; k + 3 < n_classes; k += 4) {
         load_class_pairs_avx(acc + 2 * k, &u, &root);
-        __m256d excess = _mm256_sub_pd(_mm256_andnot_pd(sign, u), _mm256_set1_pd(l1_shift));
-        __m256d den = _mm256_add_pd(_mm256_add_pd(_mm256_set1_pd(delta), root),
-                                    _mm256_set1_pd(l2_shift));
-        __m256d mag = _mm256_div_pd(_mm256_mul_pd(_mm256_set1_pd(eta), excess), den);
-        __m256d w = _mm256_xor_pd(_mm256_or_pd(mag, _mm256_and_pd(sign, u)), sign);
-        w = _mm256_and_pd(w, _mm256_cmp_pd(excess, zero, _CMP_GT_OQ));
+        __m256d w = da_weights_avx(u, root, eta, delta, l1_shift, l2_shift);
         _mm256_storeu_pd(scores + k, _mm256_add_pd(_mm256_loadu_pd(scores + k),
                                                    _mm256_mul_pd(w, x4)));
     }
