@@ -172,14 +172,20 @@ class _ShortPath:
         -- each problem's targets (C-ordered rows), the rows' weights, and
         the largest product of a weight and a target the overflow check
         must allow for -- or None for labels the general path must read."""
+        if self.classifier and classes is not None:
+            try:
+                if set(np.asarray(classes).tolist()) != self.class_set:
+                    return None
+            except TypeError:  # e.g. unhashable entries
+                return None
         if n_rows == 1:  # a stream's call: its one label read without arrays
             if type(y) is list:
                 if len(y) == 1 and type(y[0]) in (_LABEL_TYPES if self.classifier
                                                   else _FLOAT_TYPES):
-                    return self._one_label(y[0], classes)
+                    return self._one_label(y[0])
             elif (type(y) is np.ndarray and y.shape == (1,)
                   and y.dtype.kind in ("biufU" if self.classifier else "biuf")):
-                return self._one_label(y.item(), classes)
+                return self._one_label(y.item())
         # labels as scikit-learn's validation reads them (np.asarray)
         if type(y) is not np.ndarray:
             if type(y) not in (list, tuple):
@@ -197,15 +203,13 @@ class _ShortPath:
         if y.dtype.kind not in "biufU":
             return None
         try:
-            if classes is not None and set(np.asarray(classes).tolist()) != self.class_set:
-                return None
             index = [self.class_index[label] for label in y.tolist()]
         except (KeyError, TypeError):
             return None
         targets = self.targets.take(index, axis=1)  # C-ordered rows
         return targets, self.class_weights[index], self.largest_weight
 
-    def _one_label(self, label, classes):
+    def _one_label(self, label):
         """``labelled`` of one row's label, a value that ``np.asarray`` reads
         as it is (a Python scalar of a numpy array, or of the types of
         ``_LABEL_TYPES``), with the same result and without its arrays."""
@@ -213,8 +217,6 @@ class _ShortPath:
             if not math.isfinite(label):
                 return None
             return np.array([[float(label)]]), _ONE_WEIGHT, max(abs(float(label)), 1.0)
-        if classes is not None and set(np.asarray(classes).tolist()) != self.class_set:
-            return None
         c = self.class_index.get(label)
         if c is None:
             return None

@@ -521,3 +521,22 @@ def test_one_label_the_short_path_declines_gets_the_general_message(
     with pytest.raises(ValueError, match=message):
         model.partial_fit(X[11:12], container([label]))
     assert pickle.dumps(model) == before
+
+
+@pytest.mark.parametrize("container", [list, np.array])
+def test_classes_the_short_path_cannot_read_go_to_the_general_path(container):
+    """classes with unhashable entries, beside one label: the general path
+    decides (before, the one-label read raised the TypeError of a set)."""
+    X, y = _stream()
+    quick, general = _twins(X, y, [0, 1])
+    quick.partial_fit(X[10:11], y[10:11])  # the short path is set up
+    general.partial_fit(X[10:11], y[10:11], sample_weight=[1.0])
+    outcomes = []
+    for model, kwargs in ((quick, {}), (general, {"sample_weight": [1.0]})):
+        try:
+            model.partial_fit(X[11:12], container([int(y[11])]), classes=[[0, 1]], **kwargs)
+            outcomes.append("learnt")
+        except (ValueError, TypeError) as exc:
+            outcomes.append((type(exc), str(exc)))
+    assert outcomes[0] == outcomes[1]
+    _assert_same_model(quick, general)
