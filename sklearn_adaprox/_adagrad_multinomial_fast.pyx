@@ -221,21 +221,13 @@ cdef class MultinomialProblem:
         cdef Py_ssize_t k, K = self.n_classes
         cdef Hyper h = self.hyper
         cdef double* acc = &self.acc[j, 0]
-        cdef double* w
+        cdef double* w = NULL if self.closed_form else &self.W[j, 0]  # no W: never read
         cdef double* v = &self.work[2, 0]
         cdef double* D = &self.work[3, 0]
         cdef double g, root, H
-        if self.closed_form:  # the sums only
-            if HAVE_AVX:
-                class_sums_step_avx(acc, K, xj, d)
-                return
-            for k in range(K):
-                g = d[k] * xj
-                if g != 0.0:
-                    acc[2 * k] += g
-                    acc[2 * k + 1] = sqrt(acc[2 * k + 1] * acc[2 * k + 1] + g * g)
+        if self.closed_form and HAVE_AVX:  # the sums only, four classes at a time
+            class_sums_step_avx(acc, K, xj, d)
             return
-        w = &self.W[j, 0]
         for k in range(K):
             g = d[k] * xj
             root = acc[2 * k + 1]
