@@ -139,8 +139,10 @@ class Surrogate:
         """(value, first and second derivatives of each row's term / N)."""
         z = self.y * m
         value = float(self.sw @ np.logaddexp(0.0, -z)) / self.N
-        dl = -self.y * expit(-z) * self.sw / self.N
-        dd = expit(z) * expit(-z) * self.sw / self.N
+        weight = self.sw / self.N
+        wrong = expit(-z)  # the probability of the other label
+        dl = -self.y * wrong * weight
+        dd = expit(z) * wrong * weight
         return value, dl, dd
 
     def _column_counts(self):
@@ -252,12 +254,22 @@ def violation_scale(S, lam, fit_intercept):
 
 
 class _Restricted:
-    """Products with the columns ``A`` of X (materialised or blockwise)."""
+    """Products with the columns ``A`` of X (materialised or blockwise).
+
+    A materialised CSR copy ``XA`` serves every subset ``F`` of ``A`` of
+    the Newton systems without further copies: the Hessian reads the
+    entries of ``F`` through a position map (``csr_gram``), and the
+    diagonal and the intercept's column come from products with all of
+    ``XA`` (its squares are made once).  Copying the
+    columns ``F`` out of ``XA`` at every Newton step cost as much as the
+    Hessian itself (w8a)."""
 
     def __init__(self, S, A):
         self.S, self.A = S, A
         self.XA = S.restrict(A) if A.shape[0] else None
         self.empty = A.shape[0] == 0
+        self.csr = self.XA is not None and sp.issparse(self.XA)
+        self._squares_T = None  # of XA's entries, transposed: made when first needed
 
     def matvec(self, wA):
         if self.empty:
@@ -282,7 +294,16 @@ class _Restricted:
         """Hessian of f in the coordinates A[F] (and the intercept, last)."""
         k = F.shape[0] + (1 if fit_intercept else 0)
         H = np.zeros((k, k))
-        if self.XA is not None:
+        if self.csr:
+            position = np.full(self.A.shape[0], -1, dtype=np.int64)
+            position[F] = np.arange(F.shape[0])
+            XA = self.XA
+            H[: F.shape[0], : F.shape[0]] = csr_gram(
+                XA.data, XA.indices, XA.indptr, np.ascontiguousarray(dd, dtype=np.float64),
+                XA.shape[1], position)
+            if fit_intercept:
+                col = np.asarray(XA.T @ dd).ravel()[F]
+        elif self.XA is not None:
             XF = self.XA[:, F]
             H[: F.shape[0], : F.shape[0]] = self._gram(XF, dd)
             if fit_intercept:
@@ -302,12 +323,15 @@ class _Restricted:
 
     def hessian_operator(self, dd, F, fit_intercept):
         """``v -> H v`` for the Hessian of ``hessian`` without forming it
-        (two products with the columns A[F] per call)."""
+        (two products with the columns A[F] per call; with ``XA``, on one
+        copy of those columns and its transpose, made here: conjugate
+        gradients take many products)."""
         k = F.shape[0]
         if self.XA is not None:
             XF = self.XA[:, F]
+            XF_T = XF.T
             fwd = lambda v: np.asarray(XF @ v).ravel()
-            back = lambda z: np.asarray(XF.T @ z).ravel()
+            back = lambda z: np.asarray(XF_T @ z).ravel()
         else:
             cols = self.A[F]
             S = self.S
@@ -332,10 +356,13 @@ class _Restricted:
         return apply
 
     def hessian_diagonal(self, dd, F, fit_intercept):
-        if self.XA is not None:
+        if self.csr:
+            if self._squares_T is None:
+                self._squares_T = self.XA.multiply(self.XA).tocsr().T
+            h = np.asarray(self._squares_T @ dd).ravel()[F]
+        elif self.XA is not None:
             XF = self.XA[:, F]
-            sq = XF.multiply(XF) if sp.issparse(XF) else XF * XF
-            h = np.asarray(sq.T @ dd).ravel()
+            h = np.asarray((XF * XF).T @ dd).ravel()
         else:
             cols = self.A[F]
             h = np.zeros(F.shape[0])

@@ -703,3 +703,29 @@ def test_csr_gram_is_the_weighted_gram_matrix(dtype, index_dtype):
     starts[5] = starts[6] + 1
     with pytest.raises(ValueError, match="row pointers"):
         csr_gram(X.data, columns, starts, w, 9)
+
+
+def test_csr_gram_restricted_by_position_is_the_submatrix():
+    """With ``position``, the Gram matrix of some columns, in the order the
+    positions give, read from the whole matrix: the block of the full Gram
+    matrix, duplicates within a row included."""
+    rng = np.random.RandomState(1)
+    X = sp.random(80, 12, density=0.4, format="csr", random_state=rng)
+    w = rng.rand(80)
+    dense = X.toarray()
+    full = dense.T @ (dense * w[:, None])
+    kept = np.array([7, 2, 10, 3, 0])
+    position = np.full(12, -1)
+    position[kept] = np.arange(kept.shape[0])
+    expected = full[np.ix_(kept, kept)]
+    got = csr_gram(X.data, X.indices, X.indptr, w, 12, position)
+    assert got.shape == (5, 5)
+    assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+    # every row's entries twice, each at half its value: the same matrix
+    twice = sp.csr_matrix((np.repeat(X.data / 2, 2), np.repeat(X.indices, 2),
+                           2 * X.indptr), shape=X.shape)
+    assert_allclose(csr_gram(twice.data, twice.indices, twice.indptr, w, 12, position),
+                    expected, rtol=1e-12, atol=1e-14)
+    assert csr_gram(X.data, X.indices, X.indptr, w, 12, np.full(12, -1)).shape == (0, 0)
+    with pytest.raises(ValueError, match="one entry per column"):
+        csr_gram(X.data, X.indices, X.indptr, w, 12, position[:-1])
