@@ -168,11 +168,15 @@ class Surrogate:
         live = getattr(self, "_live", None)
         if live is None:
             nonzero = np.zeros(self.n_features, dtype=bool)
-            for lo, hi, Xb in self._blocks():
-                if self.sparse:
-                    nonzero[Xb.indices[Xb.data != 0]] = True
-                else:
-                    nonzero |= np.any(Xb != 0, axis=0)
+            if self.sparse and self.whole:  # nothing to convert: no blocks
+                start, end = self.X.indptr[0], self.X.indptr[-1]
+                nonzero[self.X.indices[start:end][self.X.data[start:end] != 0]] = True
+            else:
+                for lo, hi, Xb in self._blocks():
+                    if self.sparse:
+                        nonzero[Xb.indices[Xb.data != 0]] = True
+                    else:
+                        nonzero |= np.any(Xb != 0, axis=0)
             live = self._live = np.flatnonzero(nonzero)
         return live
 
