@@ -18,10 +18,13 @@ solved exactly by ``_prox`` (paper, section 5):
   the row's sums and t, read lazily like the binary case;
 * mirror descent: v = eta g_j - H_j w_j, D = H_j, lam' = eta lam.  A row
   that the step does not touch still shrinks (v = -H_j w_j).  For p = inf
-  k such steps are one step with k lam' (see current_row); for p = 2 with
+  k such steps are one step with k lam' (see weights_at_t); for p = 2 with
   unequal D there is no closed form, so the idle steps are replayed when
   the row is next read, stopping as soon as the row reaches zero (where it
   stays).
+
+The state is the estimator's own, in this layout (a feature's classes side
+by side), updated in place: a pass writes the rows of its features only.
 """
 import numpy as np
 
@@ -66,8 +69,6 @@ cdef enum:
 cdef enum:
     # entries of a row between the request of a feature's sums and their use
     PREFETCH_AHEAD = 8
-    # features per block of the transpositions in load() and store()
-    STORE_BLOCK = 64
 
 PENALTY_CODES = {"elementwise": ELEMENTWISE, "l1_l2": GROUP_L2, "l1_linf": GROUP_LINF}
 
@@ -76,11 +77,16 @@ PENALTY_CODES = {"elementwise": ELEMENTWISE, "l1_l2": GROUP_L2, "l1_linf": GROUP
 # so the C compiler can inline them into the inner loops
 @cython.final
 cdef class MultinomialProblem:
-    """State of a multinomial AdaGrad model for the length of one pass.
+    """The kernel's view of a multinomial AdaGrad state, updated in place.
 
-    Built from the estimator's per-class arrays of shape (n_classes,
-    n_features); the kernel works on their transposes (rows = features, so a
-    touched feature's entries are adjacent) and ``store`` writes them back.
+    The estimator keeps the state in the kernel's layout (rows = features,
+    so that a touched feature's entries are adjacent): ``acc`` (n_features,
+    2 n_classes), the (u, root) pairs of each class, and for mirror descent
+    ``weights`` (n_features, n_classes) with ``last_step`` (n_features,),
+    the step at which each row of weights is current.  A pass changes the
+    rows of the features it reads only, so a call costs O(n_classes * nnz)
+    whatever n_features; ``coef_into`` computes the weights of step t
+    without changing the state.
     """
     cdef MultinomialLoss loss
     cdef Hyper hyper
@@ -88,87 +94,80 @@ cdef class MultinomialProblem:
     cdef double group_strength
     cdef bint fit_intercept
     cdef Py_ssize_t n_classes
-    cdef double[:, ::1] coef_out       # caller's (n_classes, n_features) arrays
-    cdef double[:, ::1] sum_grad_out
-    cdef double[:, ::1] sum_sq_grad_out
-    cdef double[:, ::1] W              # (n_features, n_classes); (0, n_classes) if closed_form
-    # dual averaging with an element-wise penalty (the default): every weight
-    # is a closed form of its sums and t, computed where it is read, so W is
-    # neither kept nor written (on 20 newsgroups hashed, 20 classes x 2**20
-    # features, W alone is 168 MB to map and write per call)
+    # W: mirror descent's weights (the caller's array), or for FTRL-Proximal
+    # and dual averaging with a mixed norm the weights of step t of the rows
+    # read so far (closed forms of the sums, computed when a row is read;
+    # a scratch array, whose untouched pages are never mapped), or (0,
+    # n_classes) for dual averaging with an element-wise penalty (the
+    # default): its weights are computed where they are read, and on 20
+    # newsgroups hashed (20 classes x 2**20 features) W alone is 168 MB
+    cdef double[:, ::1] W
     cdef bint closed_form
     cdef double[:, ::1] acc            # (n_features, 2 n_classes): (u, root) pairs
     cdef int64_t[::1] last_step        # mirror descent: step at which row j is current
     cdef double[::1] intercept
     cdef double[::1] intercept_sum_grad
     cdef double[::1] intercept_sum_sq_grad
-    cdef double[:, ::1] work           # scratch rows: scores, gradient, v, D, prox work
+    # scratch rows: scores, gradient, v, D, prox work, a row of coef_into
+    cdef double[:, ::1] work
     cdef public int64_t t
 
     def __init__(self, *, MultinomialLoss loss, str update, str penalty, double eta,
                  double delta, double l1, double l2, double group_strength,
-                 bint fit_intercept, double[:, ::1] coef, double[:, ::1] sum_grad,
-                 double[:, ::1] sum_sq_grad, double[::1] intercept,
-                 double[::1] intercept_sum_grad, double[::1] intercept_sum_sq_grad,
-                 int64_t t, bint adaptive=True):
-        if (sum_grad.shape[0] != coef.shape[0] or sum_grad.shape[1] != coef.shape[1]
-                or sum_sq_grad.shape[0] != coef.shape[0]
-                or sum_sq_grad.shape[1] != coef.shape[1]
-                or intercept.shape[0] != coef.shape[0]
-                or intercept_sum_grad.shape[0] != coef.shape[0]
-                or intercept_sum_sq_grad.shape[0] != coef.shape[0]):
+                 bint fit_intercept, double[:, ::1] acc, weights, last_step,
+                 double[::1] intercept, double[::1] intercept_sum_grad,
+                 double[::1] intercept_sum_sq_grad, int64_t t, bint adaptive=True):
+        self.n_classes = intercept.shape[0]
+        n_features = acc.shape[0]
+        if (acc.shape[1] != 2 * self.n_classes
+                or intercept_sum_grad.shape[0] != self.n_classes
+                or intercept_sum_sq_grad.shape[0] != self.n_classes):
             raise ValueError("The per-class state arrays must have one shape.")
         self.loss = loss
         self.hyper = make_hyper(update, eta, delta, l1, l2, adaptive)
         self.penalty = PENALTY_CODES[penalty]
         self.group_strength = group_strength
         self.fit_intercept = fit_intercept
-        self.n_classes = coef.shape[0]
-        self.coef_out = coef
-        self.sum_grad_out = sum_grad
-        self.sum_sq_grad_out = sum_sq_grad
+        self.acc = acc
         self.intercept = intercept
         self.intercept_sum_grad = intercept_sum_grad
         self.intercept_sum_sq_grad = intercept_sum_sq_grad
         self.t = t
-        n_features = coef.shape[1]
         self.closed_form = (self.hyper.update == DUAL_AVERAGING
                             and self.penalty == ELEMENTWISE)
-        self.W = (np.empty((0, self.n_classes)) if self.closed_form
-                  else np.ascontiguousarray(np.asarray(coef).T))
-        self.acc = np.empty((n_features, 2 * self.n_classes))
-        self.load(sum_grad, sum_sq_grad)
-        self.last_step = np.full(n_features, t, dtype=np.int64)
-        self.work = np.zeros((5, self.n_classes + prox_work_size(self.n_classes)))
-
-    cdef void load(self, const double[:, ::1] sum_grad,
-                   const double[:, ::1] sum_sq_grad) noexcept nogil:
-        """acc from the caller's sums, transposed by blocks as in store()."""
-        cdef Py_ssize_t j, j0, j1, k, n = self.acc.shape[0]
-        cdef double* acc
-        j0 = 0
-        while j0 < n:
-            j1 = j0 + STORE_BLOCK if j0 + STORE_BLOCK < n else n
-            for k in range(self.n_classes):
-                for j in range(j0, j1):
-                    acc = &self.acc[j, 2 * k]
-                    acc[0] = sum_grad[k, j]
-                    acc[1] = sqrt(sum_sq_grad[k, j])
-            j0 = j1
+        if self.hyper.update == MIRROR_DESCENT:
+            if (weights is None or last_step is None
+                    or weights.shape != (n_features, self.n_classes)
+                    or last_step.shape != (n_features,)):
+                raise ValueError("mirror descent: weights and last_step must have a "
+                                 "row per feature.")
+            self.W = weights
+            self.last_step = last_step
+        else:
+            self.W = np.zeros((0 if self.closed_form else n_features, self.n_classes))
+            self.last_step = np.zeros(0, dtype=np.int64)
+        self.work = np.zeros((6, self.n_classes + prox_work_size(self.n_classes)))
 
     cdef void current_row(self, Py_ssize_t j) noexcept nogil:
         """Bring row j of W to step t (weights of step t, before step t+1)."""
+        cdef int64_t idle = 0
+        if self.hyper.update == MIRROR_DESCENT:
+            idle = self.t - self.last_step[j]
+            self.last_step[j] = self.t
+        self.weights_at_t(j, &self.W[j, 0], idle)
+
+    cdef void weights_at_t(self, Py_ssize_t j, double* w, int64_t idle) noexcept nogil:
+        """The weights of row j at step t, into w: for mirror descent, w
+        holds them as of ``idle`` steps earlier; the other rules compute
+        them from the sums."""
         cdef Py_ssize_t k, K = self.n_classes
         cdef Hyper h = self.hyper
-        cdef double* w = &self.W[j, 0]
         cdef double* acc = &self.acc[j, 0]
         cdef double* v = &self.work[2, 0]
         cdef double* D = &self.work[3, 0]
-        cdef int64_t idle, idle_steps
+        cdef int64_t idle_steps
         cdef double lam_scale
         if h.update == MIRROR_DESCENT:
-            idle = self.t - self.last_step[j]
-            self.last_step[j] = self.t
             if self.penalty == ELEMENTWISE:
                 for k in range(K):
                     w[k] = md_idle_steps(w[k], acc[2 * k + 1], idle, h)
@@ -205,6 +204,30 @@ cdef class MultinomialProblem:
             D[k] = h.delta + da_root(acc[2 * k + 1], self.t, h)
             v[k] = h.eta * acc[2 * k]
         self.row_prox(h.eta * self.group_strength * self.t, w)
+
+    def coef_into(self, double[:, ::1] out not None, columns=None):
+        """The weights of step t, class by class, into ``out`` (n_classes,
+        n_columns): of every feature, or of the sorted int64 ``columns``.
+        The state is not changed (mirror descent's rows are caught up in a
+        copy)."""
+        cdef Py_ssize_t c, k, j, K = self.n_classes, n_features = self.acc.shape[0]
+        cdef const int64_t[::1] cols = (np.arange(n_features, dtype=np.int64)
+                                        if columns is None else columns)
+        if out.shape[0] != K or out.shape[1] != cols.shape[0]:
+            raise ValueError("out needs a row per class and a column per feature read.")
+        if cols.shape[0] > 0 and (np.min(cols) < 0 or np.max(cols) >= n_features):
+            raise ValueError("columns outside the state.")
+        cdef double* w = &self.work[5, 0]
+        cdef bint md = self.hyper.update == MIRROR_DESCENT
+        with nogil:
+            for c in range(cols.shape[0]):
+                j = cols[c]
+                if md:
+                    for k in range(K):
+                        w[k] = self.W[j, k]
+                self.weights_at_t(j, w, self.t - self.last_step[j] if md else 0)
+                for k in range(K):
+                    out[k, c] = w[k]
 
     cdef void row_prox(self, double lam, double* x) noexcept nogil:
         """x = argmin <v, x> + 1/2 <x, diag(D) x> + lam ||x||_p with v, D in
@@ -287,31 +310,6 @@ cdef class MultinomialProblem:
         self.current_row(j)
         for k in range(self.n_classes):
             scores[k] += self.W[j, k] * xj
-
-    cdef void store(self) noexcept nogil:
-        """Every row current at t, then everything back to the caller's
-        (n_classes, n_features) arrays.  The transposition goes by blocks of
-        features, so that its writes are runs of STORE_BLOCK doubles in each
-        of the 3 n_classes rows it writes."""
-        cdef Py_ssize_t j, j0, j1, k, n = self.acc.shape[0], K = self.n_classes
-        cdef double t = <double> self.t
-        cdef Hyper h = self.hyper
-        cdef double* acc
-        self.current_intercepts()
-        if not self.closed_form:
-            for j in range(n):
-                self.current_row(j)
-        j0 = 0
-        while j0 < n:
-            j1 = j0 + STORE_BLOCK if j0 + STORE_BLOCK < n else n
-            for k in range(K):
-                for j in range(j0, j1):
-                    acc = &self.acc[j, 2 * k]
-                    self.coef_out[k, j] = (da_weight(acc[0], da_root(acc[1], t, h), t, h)
-                                           if self.closed_form else self.W[j, k])
-                    self.sum_grad_out[k, j] = acc[0]
-                    self.sum_sq_grad_out[k, j] = acc[1] * acc[1]
-            j0 = j1
 
 
 cdef inline bint row_is_zero(const double* w, Py_ssize_t n) noexcept nogil:
@@ -396,5 +394,5 @@ def run_epoch(MultinomialProblem problem,
             if problem.fit_intercept:
                 problem.step_intercept(d)
 
-        problem.store()
+        problem.current_intercepts()
     return sum_loss, sum_weight

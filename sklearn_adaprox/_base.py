@@ -573,9 +573,9 @@ class BaseOnlineLinearModel(BaseEstimator):
     def _workspace(self, k, make):
         """Problem k's scratch for this call: made by ``make()`` at the
         first pass, the same object at the next ones (a kernel hands it back
-        clean; AdaGrad's multinomial Problem holds the state it has just
-        stored back), so that its memory is mapped once per call, not per
-        pass."""
+        clean; AdaGrad's multinomial Problem works on views of the state and
+        keeps a scratch array of weights computed from it), so that its
+        memory is mapped once per call, not per pass."""
         workspaces = self.__dict__.get("_workspaces")
         if workspaces is None:  # dropped by a racing call: a private one
             return make()

@@ -35,15 +35,20 @@ AUTO_ALPHA = 1e-4
 AUTO_ALPHA_L1 = 1e-5
 
 
-def _computed_or_stored(name, compute, doc):
+def _computed_or_stored(name, compute, doc, compute_classes=None):
     """A fitted attribute that the element-wise layout computes from
-    ``accumulators_`` (``compute(estimator, accumulators_)``) and the other
-    layouts store under its own name."""
+    ``accumulators_`` (``compute(estimator, accumulators_)``), the
+    multinomial one from ``class_accumulators_``
+    (``compute_classes(estimator, class_accumulators_[0])``, an array
+    (n_features, n_classes, 2)), and the other layouts store under its own
+    name.  ``None``: the layout has no such attribute."""
 
     def get(est):
         state = est.__dict__
-        if "accumulators_" in state:
+        if "accumulators_" in state and compute is not None:
             return compute(est, state["accumulators_"])
+        if "class_accumulators_" in state and compute_classes is not None:
+            return compute_classes(est, state["class_accumulators_"][0])
         if name in state:
             return state[name]
         raise AttributeError(name)
@@ -57,6 +62,12 @@ def _computed_or_stored(name, compute, doc):
 def _read_only(view):
     view.flags.writeable = False  # the state is changed by fitting only
     return view
+
+
+def _writable(array):
+    """The kernels' views are writable: a state loaded read-only (e.g. by
+    ``joblib.load(..., mmap_mode="r")``) is read from a copy."""
+    return array if array.flags.writeable else array.copy()
 
 
 # ----------------------------------------------------------------------
@@ -166,19 +177,10 @@ def _coupled_problem(est, k):
 
 
 def _multinomial_problem(est, k):
-    l1, l2 = est._penalty_strengths()
-    mixed_norm = est.penalty in MIXED_NORM_PENALTIES
-    return MultinomialProblem(
-        loss=make_multinomial_loss(est.loss), update=est.update,
-        penalty=est.penalty if mixed_norm else "elementwise", eta=est.eta,
-        delta=est.delta, l1=l1, l2=l2,
-        group_strength=est._alpha() if mixed_norm else 0.0,
-        fit_intercept=est.fit_intercept, coef=est.class_coef_,
-        sum_grad=est.sum_gradient_, sum_sq_grad=est.sum_sq_gradient_,
-        intercept=est.class_intercept_,
+    return est._class_problem(
+        est._weight_rule(), intercept=est.class_intercept_,
         intercept_sum_grad=est.intercept_sum_gradient_,
-        intercept_sum_sq_grad=est.intercept_sum_sq_gradient_, t=est.t_,
-        adaptive=est.matrix != "identity")
+        intercept_sum_sq_grad=est.intercept_sum_sq_gradient_)
 
 
 def _full_matrix_problem(est, k):
@@ -210,7 +212,7 @@ _KERNELS = (
         run_epoch=_adagrad_multinomial_fast.run_epoch,
         problem=_multinomial_problem,
         # one problem over all classes: coef_ and intercept_ from the classes'
-        read_back=lambda est, k, problem: est._publish_class_weights(),
+        read_back=lambda est, k, problem: est._publish_class_intercepts(),
     ),
     _Kernel(
         name="full_matrix",
@@ -417,6 +419,16 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         ``class_coef_`` for more than two classes and
         ``class_coef_[1] - class_coef_[0]`` for two (the losses only see
         differences of class scores).
+    class_accumulators_ : ndarray of shape (1, n_features, n_classes, 2)
+        Multinomial only: the pairs ``(u, sqrt(n))`` of each class, a
+        feature's classes side by side: the state the kernel updates in
+        place; ``coef_``, ``class_coef_``, ``sum_gradient_`` and
+        ``sum_sq_gradient_`` are computed from it when read, so a
+        ``partial_fit`` call costs O(n_classes * nnz) whatever
+        ``n_features``.
+    class_weights_, class_steps_ : ndarray of shape (1, n_features, n_classes) and (1, n_features)
+        Multinomial mirror descent: the weights, each row current at its
+        step (brought to step ``t_`` when read).
     classes_ : ndarray of shape (n_classes,)
     sum_gradient_ : ndarray of shape (n_problems, n_features)
         AdaGrad's ``u``: sum of the gradients (``n_problems = n_classes``
@@ -653,7 +665,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     # ------------------------------------------------------------------
     def _check_options(self, n_features, n_classes, first_call):
         if not first_call and self._state_layout() != (
-            hasattr(self, "class_coef_"),
+            "class_accumulators_" in self.__dict__,
             getattr(self, "sum_outer_gradient_", np.empty((0, 0, 0))).shape[1:],
         ):
             raise ValueError(
@@ -724,40 +736,79 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     #   (coef_ materialised exactly, once per state, when it is read; a
     #   sparse X is scored by the weights of its own columns only).
     #
-    # The other options (multinomial, full matrix, l-infinity, l1 ball) keep
-    # coef_, sum_gradient_ and sum_sq_gradient_ as arrays, their kernels
-    # costing O(n_features) per step anyway.  A continuing call whose options
-    # move the state from one layout to the other converts it (O(state),
-    # once).
+    # The multinomial state is kept the same way, in its kernel's layout:
+    # class_accumulators_ (1, n_features, n_classes, 2), the (u, root) pairs
+    # of a feature's classes side by side, and for mirror descent
+    # class_weights_ (1, n_features, n_classes) with class_steps_ (1,
+    # n_features); coef_, class_coef_, sum_gradient_ and sum_sq_gradient_
+    # are read from them.  Transposing the state into the kernel's layout
+    # and back at every call cost more than the pass on 20 newsgroups.
+    #
+    # The other options (full matrix, l-infinity, l1 ball) keep coef_,
+    # sum_gradient_ and sum_sq_gradient_ as arrays, their kernels costing
+    # O(n_features) per step anyway.  A continuing call whose options move
+    # the state from one layout to the other converts it (O(state), once).
 
     def _elementwise(self):
         """Whether the current options take the in-place element-wise kernel."""
         return self._kernel().name == "elementwise"
 
     def _weight_rule(self):
-        """What the element-wise weights are a function of, frozen with the
-        state at the end of each call (``coef_`` keeps its meaning when the
-        parameters are changed afterwards)."""
+        """What the weights of an in-place layout are a function of, frozen
+        with the state at the end of each call (``coef_`` keeps its meaning
+        when the parameters are changed afterwards)."""
         l1, l2 = self._penalty_strengths()
-        return {"update": self.update, "eta": float(self.eta), "delta": float(self.delta),
+        rule = {"update": self.update, "eta": float(self.eta), "delta": float(self.delta),
                 "l1": l1, "l2": l2, "adaptive": self.matrix != "identity"}
+        if self.multi_class == "multinomial":
+            mixed_norm = self.penalty in MIXED_NORM_PENALTIES
+            rule["penalty"] = self.penalty if mixed_norm else "elementwise"
+            rule["group_strength"] = self._alpha() if mixed_norm else 0.0
+        return rule
 
     def _problem(self, k, rule, **scalars):
         """The kernel's view of problem k of the element-wise state."""
         md = rule["update"] == "mirror_descent"
 
-        def writable(a):  # the Problem's views are writable; a state loaded
-            return a if a.flags.writeable else a.copy()  # read-only is read
-
-        acc = writable(self.accumulators_[k])
+        acc = _writable(self.accumulators_[k])
         return AdaGradProblem(
             loss=make_loss(self.loss), fit_intercept=self.fit_intercept, acc=acc,
-            w=writable(self.md_weights_[k]) if md else np.zeros(1),
-            last_step=writable(self.md_steps_[k]) if md else np.zeros(1, dtype=np.int64),
+            w=_writable(self.md_weights_[k]) if md else np.zeros(1),
+            last_step=_writable(self.md_steps_[k]) if md else np.zeros(1, dtype=np.int64),
             t=self.t_, **rule, **scalars)
 
+    def _class_problem(self, rule, **intercepts):
+        """The multinomial kernel's view of the state (``intercepts``: the
+        per-class intercept arrays it updates)."""
+        state = self.__dict__
+        acc = state["class_accumulators_"][0]
+        md = rule["update"] == "mirror_descent"
+        return MultinomialProblem(
+            loss=make_multinomial_loss(self.loss), fit_intercept=self.fit_intercept,
+            acc=_writable(acc.reshape(acc.shape[0], -1)),
+            weights=_writable(state["class_weights_"][0]) if md else None,
+            last_step=_writable(state["class_steps_"][0]) if md else None,
+            t=self.t_, **rule, **intercepts)
+
+    def _class_weights(self, columns=None):
+        """The weights of each class (n_classes, n_columns) as the state
+        stood after the last call: every feature's, or those of the sorted
+        int64 ``columns``."""
+        n_classes = self.__dict__["class_accumulators_"].shape[2]
+        zeros = np.zeros(n_classes)  # the intercepts are not read through it
+        reader = self._class_problem(self._rule, intercept=zeros, intercept_sum_grad=zeros,
+                                     intercept_sum_sq_grad=zeros)
+        out = np.empty((n_classes, self.n_features_in_ if columns is None
+                        else columns.shape[0]))
+        reader.coef_into(out, columns)
+        return out
+
+    def _class_coef(self):
+        n_classes = self.__dict__["class_accumulators_"].shape[2]
+        return self._computed_coef() if n_classes > 2 else self._class_weights()
+
     def _coef_is_computed(self):
-        return "accumulators_" in self.__dict__
+        return "accumulators_" in self.__dict__ or "class_accumulators_" in self.__dict__
 
     def _weight_reader(self, k):
         """Problem k as it stood after the last call, to read its weights
@@ -766,41 +817,65 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
                              intercept_sum_sq_grad=0.0)
 
     def _compute_coef(self):
+        if "class_accumulators_" in self.__dict__:
+            return self._coef_of_classes(self._class_weights())
         coef = np.empty(self.accumulators_.shape[:2])
         for k in range(coef.shape[0]):
             self._weight_reader(k).coef_into(coef[k])
         return coef
 
     def _compute_coef_at(self, columns):
+        if "class_accumulators_" in self.__dict__:
+            return self._coef_of_classes(self._class_weights(columns))
         out = np.empty((self.accumulators_.shape[0], columns.shape[0]))
         for k in range(out.shape[0]):
             self._weight_reader(k).coef_at(columns, out[k])
         return out
 
     def _in_place_arrays(self):
-        if "accumulators_" not in self.__dict__:
-            return ()
-        return ("accumulators_", "md_weights_", "md_steps_")
+        if "accumulators_" in self.__dict__:
+            return ("accumulators_", "md_weights_", "md_steps_")
+        if "class_accumulators_" in self.__dict__:
+            return ("class_accumulators_", "class_weights_", "class_steps_")
+        return ()
 
     coef_ = _computed_or_stored(
         "coef_", lambda est, acc: est._computed_coef(),
-        "Weights, of shape (n_problems, n_features) (see the class doc).")
+        "Weights, of shape (n_problems, n_features) (see the class doc).",
+        lambda est, acc: est._computed_coef())
     sum_gradient_ = _computed_or_stored(
         "sum_gradient_", lambda est, acc: _read_only(acc[..., 0]),
-        "AdaGrad's u (FTRL-Proximal's z), of shape (n_problems, n_features).")
+        "AdaGrad's u (FTRL-Proximal's z), of shape (n_problems, n_features).",
+        lambda est, acc: _read_only(acc[..., 0].T))
     sum_sq_gradient_ = _computed_or_stored(
         # the square of the root is exactly the sum it was computed from
         "sum_sq_gradient_", lambda est, acc: acc[..., 1] * acc[..., 1],
-        "Sums of the squared gradients, of shape (n_problems, n_features).")
+        "Sums of the squared gradients, of shape (n_problems, n_features).",
+        lambda est, acc: np.ascontiguousarray((acc[..., 1] * acc[..., 1]).T))
+    class_coef_ = _computed_or_stored(
+        "class_coef_", None, "Multinomial: the weights of each class.",
+        lambda est, acc: est._class_coef())
 
     def _prepare_continuing_state(self):
         """Convert the fitted state to the layout of the current options
         (see above); new arrays, so a failed call leaves the old ones as
         they were."""
         state = self.__dict__
-        if self._kernel().name in ("multinomial", "full_matrix"):
-            return  # their layouts are fixed (checked by _check_options)
+        if self._kernel().name == "full_matrix":
+            return  # its layout is fixed (checked by _check_options)
         rule = self._weight_rule()
+        if self._kernel().name == "multinomial":  # its layout is fixed too
+            if rule != self._rule:
+                # mirror descent continues from the old rule's weights of step t_
+                if rule["update"] == "mirror_descent":
+                    self.class_weights_ = self._class_weights().T[None].copy()
+                    self.class_steps_ = np.full(self.class_weights_.shape[:2], self.t_,
+                                                dtype=np.int64)
+                else:
+                    state.pop("class_weights_", None)
+                    state.pop("class_steps_", None)
+                self._rule = rule
+            return
         if self._elementwise():
             if "accumulators_" not in state:
                 coef = state.pop("coef_")
@@ -830,9 +905,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         self.md_steps_ = np.full(coef.shape, self.t_, dtype=np.int64)
 
     def _init_state(self, n_problems, n_features):
-        for name in ("accumulators_", "md_weights_", "md_steps_", "coef_",
-                     "sum_gradient_", "sum_sq_gradient_", "sum_outer_gradient_",
-                     "class_coef_", "class_intercept_"):
+        for name in ("accumulators_", "md_weights_", "md_steps_", "class_accumulators_",
+                     "class_weights_", "class_steps_", "class_coef_", "class_intercept_",
+                     "coef_", "sum_gradient_", "sum_sq_gradient_", "sum_outer_gradient_"):
             self.__dict__.pop(name, None)  # a fresh fit may change the layout
         if self._elementwise():
             self.accumulators_ = np.zeros((n_problems, n_features, 2))
@@ -845,9 +920,17 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             self.intercept_ = np.zeros(n_problems)
             return
         if self.multi_class == "multinomial":
-            n_problems = len(self.classes_)  # one weight vector per class
-            self.class_coef_ = np.zeros((n_problems, n_features), dtype=np.float64)
-            self.class_intercept_ = np.zeros(n_problems, dtype=np.float64)
+            n_classes = len(self.classes_)  # one weight vector per class
+            self.class_accumulators_ = np.zeros((1, n_features, n_classes, 2))
+            if self.update == "mirror_descent":
+                self.class_weights_ = np.zeros((1, n_features, n_classes))
+                self.class_steps_ = np.zeros((1, n_features), dtype=np.int64)
+            self._rule = self._weight_rule()
+            self.class_intercept_ = np.zeros(n_classes)
+            self.intercept_sum_gradient_ = np.zeros(n_classes)
+            self.intercept_sum_sq_gradient_ = np.zeros(n_classes)
+            self._publish_class_intercepts()
+            return
         self.sum_gradient_ = np.zeros((n_problems, n_features), dtype=np.float64)
         self.intercept_sum_gradient_ = np.zeros(n_problems, dtype=np.float64)
         if self.matrix == "full":
@@ -858,29 +941,29 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         else:
             self.sum_sq_gradient_ = np.zeros((n_problems, n_features), dtype=np.float64)
             self.intercept_sum_sq_gradient_ = np.zeros(n_problems, dtype=np.float64)
-        if self.multi_class == "multinomial":
-            self._publish_class_weights()
-        else:
-            self.coef_ = np.zeros((n_problems, n_features), dtype=np.float64)
-            self.intercept_ = np.zeros(n_problems, dtype=np.float64)
+        self.coef_ = np.zeros((n_problems, n_features), dtype=np.float64)
+        self.intercept_ = np.zeros(n_problems, dtype=np.float64)
 
-    def _publish_class_weights(self):
-        """``coef_``/``intercept_`` from the per-class weights: the same
-        arrays for more than two classes; for two, the difference of class 1
-        and class 0 (the softmax and the multi-class hinge only see
-        differences of scores)."""
+    def _publish_class_intercepts(self):
+        """``intercept_`` from the per-class intercepts: the same array for
+        more than two classes; for two, the difference of class 1 and class
+        0 (the softmax and the multi-class hinge only see differences of
+        scores).  ``coef_`` is computed from ``class_coef_`` the same way
+        (``_coef_of_classes``)."""
         if len(self.classes_) > 2:
-            self.coef_, self.intercept_ = self.class_coef_, self.class_intercept_
+            self.intercept_ = self.class_intercept_
         else:
-            self.coef_ = self.class_coef_[1:] - self.class_coef_[:1]
             self.intercept_ = self.class_intercept_[1:] - self.class_intercept_[:1]
+
+    def _coef_of_classes(self, class_coef):
+        return class_coef if class_coef.shape[0] > 2 else class_coef[1:] - class_coef[:1]
 
     def _run_epoch(self, k, rows, y, sample_weight, order):
         kernel = self._kernel()
         if kernel.name == "multinomial":
-            # its Problem holds the state in its own layout (the transpose of
-            # the fitted arrays, hundreds of MB on wide text): made once per
-            # call, each pass continuing where the last one stored it back
+            # made once per call: with FTRL-Proximal or a mixed norm its
+            # Problem has a scratch array of weights as large as the state,
+            # whose pages each pass would otherwise map again
             problem = self._workspace(("multinomial", k), lambda: kernel.problem(self, k))
         else:
             problem = kernel.problem(self, k)

@@ -208,6 +208,16 @@ def test_structure_cannot_change_mid_stream(digits, start, change):
     clf.fit(X[:60], y[:60])  # a fresh fit with the new structure is fine
 
 
+def fitted_state(clf):
+    """Copies of the fitted per-class arrays (those computed when read too)
+    and the loss curve."""
+    state = {name: np.array(getattr(clf, name)) for name in (
+        "class_coef_", "sum_gradient_", "sum_sq_gradient_", "class_intercept_",
+        "class_accumulators_")}
+    state["loss_curve_"] = list(clf.loss_curve_)
+    return state
+
+
 @pytest.mark.parametrize("n_classes", [5, 7])
 @pytest.mark.parametrize("loss", ["log_loss", "hinge"])
 @pytest.mark.parametrize("penalty", ELEMENTWISE)
@@ -226,13 +236,13 @@ def test_avx_and_scalar_class_loops_agree_bit_for_bit(n_classes, loss, penalty):
                             max_iter=3, tol=None, random_state=0)
     previous = _adagrad_fast.set_avx(False)
     try:
-        scalar = clf.fit(X, y).__dict__.copy()
+        scalar = fitted_state(clf.fit(X, y))
         if not _adagrad_fast.set_avx(True) and not _adagrad_fast.set_avx(True):
             pytest.skip("this CPU has no AVX")
-        avx = clf.fit(X, y).__dict__.copy()
+        avx = fitted_state(clf.fit(X, y))
     finally:
         _adagrad_fast.set_avx(previous)
-    for name in ("class_coef_", "sum_gradient_", "sum_sq_gradient_", "class_intercept_"):
+    for name in avx:
         assert_array_equal(avx[name], scalar[name], err_msg=name)
     assert avx["loss_curve_"] == scalar["loss_curve_"]
     if penalty in ("l1", "elasticnet"):
@@ -259,3 +269,67 @@ def test_a_fit_s_epochs_are_its_partial_fit_calls(update, penalty):
         assert_array_equal(getattr(fitted, name), getattr(streamed, name), err_msg=name)
     assert fitted.loss_curve_ == streamed.loss_curve_
     assert fitted.t_ == streamed.t_
+
+
+@pytest.mark.parametrize("update", UPDATES)
+@pytest.mark.parametrize("penalty", ["l2", "l1_l2"])
+def test_a_call_changes_the_state_in_place_at_its_columns_only(update, penalty):
+    """The state is kept in the kernel's layout and updated in place: a
+    chunk changes the rows of its own columns and no other, and no array of
+    the size of the state is made (O(nnz) per call whatever the width);
+    coef_ still equals a model that was given the same rows from the
+    start with every weight materialised at each call."""
+    if update == "ftrl_proximal" and penalty in MIXED:
+        pytest.skip("FTRL-Proximal has no mixed norm")
+    rng = np.random.RandomState(3)
+    X = sp.random(120, 400, density=0.02, format="csr", random_state=rng)
+    y = rng.randint(0, 3, 120)
+    clf = AdaGradClassifier(update=update, penalty=penalty, alpha=1e-2,
+                            multi_class="multinomial", delta=0.05)
+    clf.partial_fit(X[:100], y[:100], classes=np.arange(3))
+    state = clf.class_accumulators_
+    before = state.copy()
+    weights = clf.__dict__.get("class_weights_")
+    chunk = X[100:110]
+    clf.partial_fit(chunk, y[100:110])
+    assert clf.class_accumulators_ is state
+    if weights is not None:
+        assert clf.class_weights_ is weights
+    untouched = np.setdiff1d(np.arange(400), chunk.indices)
+    assert chunk.indices.size and untouched.size > 300
+    assert_array_equal(state[:, untouched], before[:, untouched])
+    assert not np.array_equal(state[:, chunk.indices], before[:, chunk.indices])
+    # the same rows as one call, the weights read after it
+    whole = AdaGradClassifier(update=update, penalty=penalty, alpha=1e-2,
+                              multi_class="multinomial", delta=0.05, shuffle=False,
+                              max_iter=1, tol=None).fit(X[:110], y[:110])
+    assert_allclose(clf.coef_, whole.coef_, rtol=0, atol=1e-12)
+    assert_allclose(clf.intercept_, whole.intercept_, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("start, then", [("dual_averaging", "mirror_descent"),
+                                         ("mirror_descent", "ftrl_proximal"),
+                                         ("mirror_descent", "dual_averaging")])
+def test_a_new_update_rule_continues_from_the_old_weights(start, then):
+    """Changing ``update`` between calls: mirror descent starts from the
+    weights of the old rule at step t_ (a call of weightless rows then
+    leaves coef_ as it was); the closed-form rules read the sums, whatever
+    weights mirror descent kept, which the state then drops."""
+    rng = np.random.RandomState(4)
+    X = sp.random(90, 50, density=0.1, format="csr", random_state=rng)
+    y = rng.randint(0, 4, 90)
+    clf = AdaGradClassifier(update=start, penalty="l1", alpha=1e-2,
+                            multi_class="multinomial", delta=0.05)
+    clf.partial_fit(X, y, classes=np.arange(4))
+    coef = np.array(clf.coef_)
+    clf.set_params(update=then).partial_fit(X[:5], y[:5], sample_weight=np.zeros(5))
+    assert ("class_weights_" in clf.__dict__) == (then == "mirror_descent")
+    if then == "mirror_descent":
+        assert_array_equal(clf.coef_, coef)
+    else:  # the closed form of the sums and t_ (l1 only: no l2 term)
+        u, root = clf.sum_gradient_, np.sqrt(clf.sum_sq_gradient_)
+        excess = np.maximum(np.abs(u) - 1e-2 * clf.t_, 0.0)
+        expected = -np.sign(u) * clf.eta * excess / (0.05 + root)
+        assert_allclose(clf.coef_, expected, rtol=1e-12, atol=1e-15)
+        assert not np.array_equal(clf.coef_, coef)
+    assert np.count_nonzero(clf.coef_) > 10
