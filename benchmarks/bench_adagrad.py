@@ -239,6 +239,13 @@ def time_round_robin(jobs, repeat, min_time):
     spent ``min_time`` seconds in total, so that millisecond epochs are not
     judged on three samples.  Returns {key: (best seconds, last fitted
     estimator, number of runs)}.
+
+    A job's previous estimator is dropped before its next fit, so that
+    every fit can reuse the memory its predecessor held: on this virtual
+    machine the first touch of memory the process has not used recently
+    costs about 1.7 ms per MB (a fresh 335 MB array: 0.59 s to write,
+    0.045 s when just freed memory is reused), and a fit whose own
+    predecessor was still alive paid it where the others did not.
     """
     best = {key: np.inf for key, _, _, _ in jobs}
     total = {key: 0.0 for key in best}
@@ -246,6 +253,7 @@ def time_round_robin(jobs, repeat, min_time):
     runs = 0
     while runs < repeat or (runs < MAX_RUNS and min(total.values()) < min_time):
         for key, estimator, X, y in jobs:
+            fitted.pop(key, None)
             est = clone(estimator)
             start = time.perf_counter()
             est.fit(X, y)

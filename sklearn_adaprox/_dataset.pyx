@@ -143,17 +143,23 @@ def first_nonfinite(list arrays):
     cdef Py_ssize_t k, n
     cdef cnp.ndarray a
     cdef int type_num
-    cdef bint plain
+    cdef bint plain, finite
+    cdef const void* data
     for k in range(len(arrays)):
         a = arrays[k]
         type_num = cnp.PyArray_TYPE(a)
         n = cnp.PyArray_SIZE(a)
+        data = cnp.PyArray_DATA(a)
         plain = cnp.PyArray_ISCARRAY_RO(a) and cnp.PyArray_ISNOTSWAPPED(a)
         if plain and type_num == cnp.NPY_DOUBLE:
-            if not finite_run(<const double*> cnp.PyArray_DATA(a), n):
+            with nogil:  # a one-vs-rest problem checks its state in its own thread
+                finite = finite_run(<const double*> data, n)
+            if not finite:
                 return k
         elif plain and type_num == cnp.NPY_FLOAT:
-            if not finite_run(<const float*> cnp.PyArray_DATA(a), n):
+            with nogil:
+                finite = finite_run(<const float*> data, n)
+            if not finite:
                 return k
         elif not _numpy_all_finite(a):
             return k

@@ -387,3 +387,37 @@ def test_learns_rare_informative_features_of_text_like_data():
     assert accuracy_score(y_test, ada.predict(X_test)) > accuracy_score(
         y_test, sgd.predict(X_test)
     )
+
+
+@pytest.mark.parametrize("update, poisoned", [("dual_averaging", "accumulators_"),
+                                              ("mirror_descent", "md_weights_")])
+@pytest.mark.parametrize("container", ["dense", "sparse"])
+def test_each_problem_checks_the_state_its_pass_changed(update, poisoned, container,
+                                                        monkeypatch):
+    """The one-vs-rest problems check the state their pass changed (the
+    whole rows, or the columns of sparse X's non-zeros), in their threads;
+    the check after the epoch leaves those arrays to them.  A non-finite
+    entry there fails the call, naming the array, and the model is as
+    before."""
+    import pickle
+
+    rng = np.random.RandomState(0)
+    X = sp.random(80, 300, density=0.02, format="csr", random_state=rng)
+    X = X.toarray() if container == "dense" else X
+    y = rng.randint(0, 3, 80)
+    model = AdaGradClassifier(update=update, n_jobs=2, random_state=0).fit(X, y)
+    before = pickle.dumps(model)
+    assert poisoned in model._kernel_checked_arrays()
+    row = model._kernel()
+    column = int(sp.csr_matrix(X).indices[0])  # a column the pass reads
+
+    def read_back(est, k, problem):
+        row.read_back(est, k, problem)
+        if k == 1:
+            est.__dict__[poisoned][k, column, ...] = np.inf
+
+    monkeypatch.setattr(AdaGradClassifier, "_kernel",
+                        lambda self: row._replace(read_back=read_back))
+    with pytest.raises(ValueError, match=f"Floating-point overflow in .*{poisoned}"):
+        model.partial_fit(X, y)
+    assert pickle.dumps(model) == before

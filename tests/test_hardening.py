@@ -215,9 +215,11 @@ def test_a_failing_pass_restores_the_state(est, monkeypatch):
 
     # the weights, or the arrays they are computed from where the kernel
     # updates those in place (coef_ is then a function of them); where the
-    # kernel checks the weights itself (test_pairwise_auc.py), the intercept
+    # kernel checks the weights itself (test_pairwise_auc.py,
+    # test_adagrad.py), the intercept
     poisoned_name = [name for name in (*model._in_place_arrays(), "coef_", "intercept_")
-                     if name not in model._kernel_checked_arrays()][0]
+                     if name in model.__dict__ and name not in model._kernel_checked_arrays()
+                     and model.__dict__[name].dtype.kind == "f"][0]
 
     def poisoned(self, k, *args):
         result = original(self, k, *args)
