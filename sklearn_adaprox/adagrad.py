@@ -973,9 +973,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         if kernel.name == "elementwise":
             # each problem checks the state its pass may have changed, in
             # its own thread (see _kernel_checked_arrays)
-            names = self._kernel_checked_arrays()
+            names = [name for name in self._kernel_checked_arrays() if name in self.__dict__]
             columns = self.__dict__.get("_touched_columns")
-            arrays = [self.__dict__[name][k] for name in names if name in self.__dict__]
+            arrays = [self.__dict__[name][k] for name in names]
             if isinstance(columns, np.ndarray):
                 arrays = [np.take(array, columns, axis=0) for array in arrays]
             nonfinite = first_nonfinite(arrays)
