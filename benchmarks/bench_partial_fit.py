@@ -17,7 +17,9 @@ twin, ``SGDClassifier(loss="log_loss")``, and so are the implicit FTRL
 estimators (defaults): ``ImplicitFTRLClassifier`` (hinge) beside
 ``SGDClassifier``, ``ImplicitFTRLRegressor`` (squared error, the labels as
 targets) beside ``SGDRegressor``; their calls take the short path too once
-the first call has fixed G.
+the first call has fixed G.  ``AdaGradClassifier(multi_class="multinomial")``
+(two classes here; no short path: its calls take the general one) shows
+that its state, updated in place, makes a call cost what its rows cost too.
 
 A second table scores one row at a time: ``decision_function`` of each
 model on a one-row CSR matrix against the plain products a user could
@@ -98,7 +100,7 @@ def main():
                   ["width", "chunk rows", "AdaGradClassifier", "SGDClassifier",
                    "river learn_one", "SGD / ours", "PairwiseAUCClassifier",
                    "SGDClassifier(log_loss)", "ImplicitFTRLClassifier",
-                   "ImplicitFTRLRegressor", "SGDRegressor"],
+                   "ImplicitFTRLRegressor", "SGDRegressor", "AdaGrad multinomial"],
                   notes=f"Text-like rows of about {NNZ} non-zeros; every model continues "
                   "a state fitted on 1000 rows.  river has no chunks: one row per call.")
     RESULTS.table("score_one", "Scoring one row: microseconds per call, by width",
@@ -116,7 +118,8 @@ def main():
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
           f"microseconds per row, rows of about {NNZ} non-zeros\n")
     print(f"{'width':>6} {'chunk':>6} {'ours':>9} {'SGD':>9} {'river':>9} {'SGD/ours':>9} "
-          f"{'pairwise':>9} {'SGD(log)':>9} {'iFTRL':>9} {'iFTRL reg':>9} {'SGDReg':>9}")
+          f"{'pairwise':>9} {'SGD(log)':>9} {'iFTRL':>9} {'iFTRL reg':>9} {'SGDReg':>9} "
+          f"{'multinom':>9}")
     for width in WIDTHS:
         X, y = text_like_rows(4000, width)
         warm_X, warm_y = X[:1000], y[:1000]
@@ -150,13 +153,16 @@ def main():
             ftrl_reg_cost = per_row(ftrl_reg.partial_fit, numeric, args.budget)
             sgd_reg = SGDRegressor().partial_fit(warm_X, warm_y.astype(np.float64))
             sgd_reg_cost = per_row(sgd_reg.partial_fit, numeric, args.budget)
+            multinomial = AdaGradClassifier(multi_class="multinomial").partial_fit(
+                warm_X, warm_y, classes=[-1, 1])
+            multinomial_cost = per_row(multinomial.partial_fit, pieces, args.budget)
             print(f"2^{int(np.log2(width)):<4d} {chunk:>6d} {ours_cost:9.1f} {sgd_cost:9.1f} "
                   f"{river_cost:9.1f} {sgd_cost / ours_cost:9.2f} {pairwise_cost:9.1f} "
                   f"{sgd_log_cost:9.1f} {ftrl_cost:9.1f} {ftrl_reg_cost:9.1f} "
-                  f"{sgd_reg_cost:9.1f}", flush=True)
+                  f"{sgd_reg_cost:9.1f} {multinomial_cost:9.1f}", flush=True)
             RESULTS.row("per_row", f"2^{int(np.log2(width))}", chunk, ours_cost, sgd_cost,
                         river_cost, sgd_cost / ours_cost, pairwise_cost, sgd_log_cost,
-                        ftrl_cost, ftrl_reg_cost, sgd_reg_cost)
+                        ftrl_cost, ftrl_reg_cost, sgd_reg_cost, multinomial_cost)
         rows = [X[i:i + 1] for i in range(1000, 2000)]
         w = np.random.RandomState(0).standard_normal(width)
         costs = [per_call(ours.decision_function, rows, args.budget),
