@@ -17,7 +17,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit
 from threadpoolctl import ThreadpoolController
 
-from ._rda_fast import csr_gram
+from ._rda_fast import csr_gram, csr_normal_product
 
 # Cap on the iterations of one local phase (each is one Newton or one
 # reduced-gradient step with its line search).
@@ -326,16 +326,25 @@ class _Restricted:
         return H
 
     def hessian_operator(self, dd, F, fit_intercept):
-        """``v -> H v`` for the Hessian of ``hessian`` without forming it
-        (two products with the columns A[F] per call; with ``XA``, on one
-        copy of those columns and its transpose, made here: conjugate
-        gradients take many products)."""
+        """``v -> H v`` for the Hessian of ``hessian`` without forming it:
+        two products with the columns A[F] per call (one pass over a CSR
+        copy of them, made here: conjugate gradients take many products)."""
         k = F.shape[0]
+        if self.csr:
+            XF = self.XA[:, F].tocsr()
+            dd = np.ascontiguousarray(dd, dtype=np.float64)
+            z = np.empty(self.S.n_samples)
+
+            def apply(v):
+                hv = np.empty(k)
+                csr_normal_product(XF.data, XF.indices, XF.indptr, v[:k],
+                                   v[k] if fit_intercept else 0.0, dd, z, hv)
+                return np.append(hv, z.sum()) if fit_intercept else hv
+            return apply
         if self.XA is not None:
             XF = self.XA[:, F]
-            XF_T = XF.T
             fwd = lambda v: np.asarray(XF @ v).ravel()
-            back = lambda z: np.asarray(XF_T @ z).ravel()
+            back = lambda z: np.asarray(XF.T @ z).ravel()
         else:
             cols = self.A[F]
             S = self.S

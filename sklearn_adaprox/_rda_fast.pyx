@@ -641,3 +641,36 @@ def csr_gram(const floating[::1] data, const index_t[::1] indices,
                 g[a, b] = va
                 g[b, a] = va
     return gram
+
+
+def csr_normal_product(const double[::1] data, const index_t[::1] indices,
+                       const index_t[::1] indptr, const double[::1] v, double offset,
+                       const double[::1] weights, double[::1] z not None,
+                       double[::1] out not None):
+    """``X^T diag(weights) (X v + offset)`` of the CSR matrix ``(data,
+    indices, indptr)`` into ``out`` (zeroed here), and ``z = weights * (X v
+    + offset)``: a Hessian-vector product of the local phase's conjugate
+    gradients (``_l1_logistic._Restricted.hessian_operator``) in one pass
+    over the rows, where ``X @ v`` then ``X.T @ z`` read them twice.  The
+    sums are those of SciPy's two products, in the same order."""
+    cdef Py_ssize_t n_rows = indptr.shape[0] - 1, n_columns = out.shape[0], i, p
+    cdef double s
+    if (v.shape[0] != n_columns or weights.shape[0] != n_rows or z.shape[0] != n_rows
+            or (n_rows > 0 and (indptr[0] != 0 or indptr[n_rows] > indices.shape[0]
+                                or indices.shape[0] != data.shape[0]))):
+        raise ValueError("Inconsistent shapes.")
+    if _first_decrease(indptr) >= 0:
+        raise ValueError("Inconsistent CSR row pointers.")
+    _check_bounds(np.asarray(indices[:indptr[n_rows]] if n_rows > 0 else indices),
+                  n_columns, "column", (n_rows, n_columns))
+    with nogil:
+        for p in range(n_columns):
+            out[p] = 0.0
+        for i in range(n_rows):
+            s = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                s += data[p] * v[indices[p]]
+            s = (s + offset) * weights[i]
+            z[i] = s
+            for p in range(indptr[i], indptr[i + 1]):
+                out[indices[p]] += data[p] * s

@@ -19,7 +19,8 @@ from reference.rda import (objective, optimality, rda_reference, sign_pattern,
                            violation)
 from sklearn_adaprox import RDAPlusClassifier
 from sklearn_adaprox._loss import Log
-from sklearn_adaprox._rda_fast import (NEVER, RDAProblem, csr_gram, py_exit_step, run_epoch,
+from sklearn_adaprox._rda_fast import (NEVER, RDAProblem, csr_gram, csr_normal_product,
+                                       py_exit_step, run_epoch,
                                       run_epoch_instrumented)
 from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox.datasets import load_a9a
@@ -703,6 +704,30 @@ def test_csr_gram_is_the_weighted_gram_matrix(dtype, index_dtype):
     starts[5] = starts[6] + 1
     with pytest.raises(ValueError, match="row pointers"):
         csr_gram(X.data, columns, starts, w, 9)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_csr_normal_product_is_scipy_s_two_products(index_dtype):
+    """The conjugate gradients' Hessian-vector product in one pass over the
+    rows: ``X.T @ (w * (X @ v + c))`` and ``w * (X @ v + c)``, bit for bit
+    as SciPy's two products sum them; inconsistent arrays raise."""
+    rng = np.random.RandomState(2)
+    X = sp.random(70, 15, density=0.3, format="csr", random_state=rng)
+    X.indices, X.indptr = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+    v, w = rng.randn(15), rng.rand(70)
+    z, out = np.empty(70), np.full(15, np.nan)
+    csr_normal_product(X.data, X.indices, X.indptr, v, 0.25, w, z, out)
+    expected_z = (X @ v + 0.25) * w
+    assert_array_equal(z, expected_z)
+    assert_array_equal(out, X.T @ expected_z)
+    with pytest.raises(ValueError, match="shapes"):
+        csr_normal_product(X.data, X.indices, X.indptr, v[:-1], 0.0, w, z, out)
+    with pytest.raises(ValueError, match="shapes"):
+        csr_normal_product(X.data, X.indices, X.indptr, v, 0.0, w[:-1], z, out)
+    bad = X.indices.copy()
+    bad[0] = 15
+    with pytest.raises(ValueError, match="column index 15"):
+        csr_normal_product(X.data, bad, X.indptr, v, 0.0, w, z, out)
 
 
 def test_csr_gram_restricted_by_position_is_the_submatrix():
