@@ -209,12 +209,31 @@ class Surrogate:
         _, dl, _ = self.derivatives(self.matvec(w) + b)
         return self.rmatvec(dl), float(dl.sum())
 
+    def rmatvec_at(self, v, columns):
+        """``(X.T @ v)[columns]``.  For the live columns of a float64 CSR X,
+        from a copy of X's column indices renumbered over them (X's values
+        are shared, not copied): the same sums in the same order, without
+        the product's array of n_features (8 MB on 2**20 hashed columns)
+        at every iteration of the local phase."""
+        live = self.live_columns()
+        if not (self.sparse and self.whole and columns.shape[0] == live.shape[0]):
+            return self.rmatvec(v)[columns]
+        live_X = getattr(self, "_live_X", None)
+        if live_X is None:
+            X = self.X
+            indices = np.searchsorted(live, X.indices).astype(X.indices.dtype)
+            live_X = self._live_X = sp.csr_matrix(
+                (X.data, indices, X.indptr), shape=(self.n_samples, live.shape[0]),
+                copy=False)
+        return np.asarray(live_X.T @ v).ravel()
+
     def measures(self, w, b, lam, fit_intercept, scale):
         """(delta, violation) of the model (w, b): see ``_measures``; w is 0
         off the live columns."""
-        g, g_b = self.gradient(w, b)
+        _, dl, _ = self.derivatives(self.matvec(w) + b)
         live = self.live_columns()
-        return _measures(g[live], g_b, w[live], lam, fit_intercept, scale, w.shape[0])
+        return _measures(self.rmatvec_at(dl, live), float(dl.sum()), w[live], lam,
+                         fit_intercept, scale, w.shape[0])
 
 
 def _residual(g, w, lam):
@@ -489,7 +508,7 @@ def local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
     while True:
         w_live = np.zeros(live.shape[0])
         w_live[at] = wA
-        g = S.rmatvec(dl)[live]
+        g = S.rmatvec_at(dl, live)
         g_b = float(dl.sum())
         delta, violation = _measures(g, g_b, w_live, lam, fit_intercept, scale, d)
         if record is not None:
