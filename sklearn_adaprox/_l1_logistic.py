@@ -216,12 +216,16 @@ class Surrogate:
         the product's array of n_features (8 MB on 2**20 hashed columns)
         at every iteration of the local phase."""
         live = self.live_columns()
-        if not (self.sparse and self.whole and columns.shape[0] == live.shape[0]):
+        if not (self.sparse and self.whole and columns.shape[0] == live.shape[0]
+                and live.shape[0] > 0):
             return self.rmatvec(v)[columns]
         live_X = getattr(self, "_live_X", None)
         if live_X is None:
             X = self.X
-            indices = np.searchsorted(live, X.indices).astype(X.indices.dtype)
+            # an explicit zero of a column that is not live lands in a live
+            # one (clipped into range): it adds 0 to that column's sum
+            indices = np.minimum(np.searchsorted(live, X.indices), live.shape[0] - 1)
+            indices = indices.astype(X.indices.dtype)
             live_X = self._live_X = sp.csr_matrix(
                 (X.data, indices, X.indptr), shape=(self.n_samples, live.shape[0]),
                 copy=False)

@@ -754,3 +754,28 @@ def test_csr_gram_restricted_by_position_is_the_submatrix():
     assert csr_gram(X.data, X.indices, X.indptr, w, 12, np.full(12, -1)).shape == (0, 0)
     with pytest.raises(ValueError, match="one entry per column"):
         csr_gram(X.data, X.indices, X.indptr, w, 12, position[:-1])
+
+
+def test_gradient_of_the_live_columns_is_the_full_product_s():
+    """The local phase's gradient over the live columns (from X's indices
+    renumbered over them) equals ``(X.T @ v)[live]`` bit for bit, with
+    explicit zeros stored in columns that are not live, the last one too."""
+    from sklearn_adaprox._l1_logistic import Surrogate
+
+    rng = np.random.RandomState(5)
+    X = sp.random(50, 30, density=0.2, format="csr", random_state=rng)
+    X.data[:5] = 0.0
+    X.data[X.indices == 29] = 0.0  # the last column: stored zeros only
+    X.indices[X.indptr[3]] = 29
+    X.data[X.indptr[3]] = 0.0
+    X.has_sorted_indices = False
+    dead = np.setdiff1d(np.arange(30), X.indices[X.data != 0])
+    S = Surrogate(X, rng.choice([-1.0, 1.0], 50), np.ones(50))
+    live = S.live_columns()
+    assert 29 not in live and dead.size
+    v = rng.randn(50)
+    assert_array_equal(S.rmatvec_at(v, live), (X.T @ v)[live])
+    assert_array_equal(S.rmatvec_at(v, live[:-1]), (X.T @ v)[live[:-1]])
+    # every renumbered index names a live column (SciPy's product does not
+    # check its indices: one past the end would write outside its output)
+    assert S._live_X.indices.max() < live.shape[0]
