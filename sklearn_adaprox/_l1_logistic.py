@@ -210,14 +210,15 @@ class Surrogate:
         return self.rmatvec(dl), float(dl.sum())
 
     def rmatvec_at(self, v, columns):
-        """``(X.T @ v)[columns]``.  For the live columns of a float64 CSR X,
-        from a copy of X's column indices renumbered over them (X's values
-        are shared, not copied): the same sums in the same order, without
-        the product's array of n_features (8 MB on 2**20 hashed columns)
+        """``(X.T @ v)[columns]``.  For the live columns of a float64 CSR X
+        where they are fewer than half the columns (hashed text: a few per
+        cent), from a copy of X's column indices renumbered over them (X's
+        values are shared, not copied): the same sums in the same order,
+        without the product's array of n_features (8 MB on 2**20 columns)
         at every iteration of the local phase."""
         live = self.live_columns()
         if not (self.sparse and self.whole and columns.shape[0] == live.shape[0]
-                and live.shape[0] > 0):
+                and 0 < 2 * live.shape[0] < self.n_features):
             return self.rmatvec(v)[columns]
         live_X = getattr(self, "_live_X", None)
         if live_X is None:

@@ -758,18 +758,20 @@ def test_csr_gram_restricted_by_position_is_the_submatrix():
 
 def test_gradient_of_the_live_columns_is_the_full_product_s():
     """The local phase's gradient over the live columns (from X's indices
-    renumbered over them) equals ``(X.T @ v)[live]`` bit for bit, with
-    explicit zeros stored in columns that are not live, the last one too."""
+    renumbered over them, when most columns are empty) equals
+    ``(X.T @ v)[live]`` bit for bit, with explicit zeros stored in columns
+    that are not live, the last one of the values too."""
     from sklearn_adaprox._l1_logistic import Surrogate
 
     rng = np.random.RandomState(5)
     X = sp.random(50, 30, density=0.2, format="csr", random_state=rng)
+    X = sp.hstack([X, sp.csr_matrix((50, 40))], format="csr")  # most columns empty
     X.data[:5] = 0.0
     X.data[X.indices == 29] = 0.0  # the last column: stored zeros only
     X.indices[X.indptr[3]] = 29
     X.data[X.indptr[3]] = 0.0
     X.has_sorted_indices = False
-    dead = np.setdiff1d(np.arange(30), X.indices[X.data != 0])
+    dead = np.setdiff1d(np.arange(70), X.indices[X.data != 0])
     S = Surrogate(X, rng.choice([-1.0, 1.0], 50), np.ones(50))
     live = S.live_columns()
     assert 29 not in live and dead.size
