@@ -570,6 +570,21 @@ cdef tuple _checked_pass(RDAProblem problem,
     return end.sum_loss, end.sum_weight, end.position, end.switched
 
 
+def _check_csr_arrays(data, const index_t[::1] indices, const index_t[::1] indptr,
+                      Py_ssize_t n_columns):
+    """ValueError unless ``(data, indices, indptr)`` is a CSR matrix of
+    ``n_columns`` columns that the products below may read without bounds
+    checks: row pointers from 0, non-decreasing, within the entries, and
+    every column index in range."""
+    cdef Py_ssize_t n_rows = indptr.shape[0] - 1
+    if n_rows > 0 and (indptr[0] != 0 or indptr[n_rows] > indices.shape[0]
+                       or indices.shape[0] != data.shape[0]):
+        raise ValueError("Inconsistent CSR arrays.")
+    if _first_decrease(indptr) >= 0:
+        raise ValueError("Inconsistent CSR row pointers.")
+    _check_bounds(np.asarray(indices), n_columns, "column", (n_rows, n_columns))
+
+
 def csr_gram(const floating[::1] data, const index_t[::1] indices,
              const index_t[::1] indptr, const double[::1] weights, Py_ssize_t n_columns,
              position=None):
@@ -594,12 +609,7 @@ def csr_gram(const floating[::1] data, const index_t[::1] indices,
     cdef double va
     if weights.shape[0] != n_rows:
         raise ValueError("weights needs one entry per row.")
-    if n_rows > 0 and (indptr[0] != 0 or indptr[n_rows] > indices.shape[0]
-                       or indices.shape[0] != data.shape[0]):
-        raise ValueError("Inconsistent CSR arrays.")
-    if _first_decrease(indptr) >= 0:
-        raise ValueError("Inconsistent CSR row pointers.")
-    _check_bounds(np.asarray(indices), n_columns, "column", (n_rows, n_columns))
+    _check_csr_arrays(data, indices, indptr, n_columns)
     if position is None:
         position = np.arange(n_columns, dtype=np.int64)
     position = np.asarray(position, dtype=np.int64)
@@ -655,14 +665,9 @@ def csr_normal_product(const double[::1] data, const index_t[::1] indices,
     sums are those of SciPy's two products, in the same order."""
     cdef Py_ssize_t n_rows = indptr.shape[0] - 1, n_columns = out.shape[0], i, p
     cdef double s
-    if (v.shape[0] != n_columns or weights.shape[0] != n_rows or z.shape[0] != n_rows
-            or (n_rows > 0 and (indptr[0] != 0 or indptr[n_rows] > indices.shape[0]
-                                or indices.shape[0] != data.shape[0]))):
+    if v.shape[0] != n_columns or weights.shape[0] != n_rows or z.shape[0] != n_rows:
         raise ValueError("Inconsistent shapes.")
-    if _first_decrease(indptr) >= 0:
-        raise ValueError("Inconsistent CSR row pointers.")
-    _check_bounds(np.asarray(indices[:indptr[n_rows]] if n_rows > 0 else indices),
-                  n_columns, "column", (n_rows, n_columns))
+    _check_csr_arrays(data, indices, indptr, n_columns)
     with nogil:
         for p in range(n_columns):
             out[p] = 0.0
