@@ -58,8 +58,14 @@ cdef extern from "_simd.h" nogil:
     double ftrl_row_weights_avx(const double* acc, const int32_t* idx, const double* x,
                                 Py_ssize_t nnz, double* row_w, double eta, double delta,
                                 double l1_shift, double l2_shift)
+    Py_ssize_t md_idle_row_avx(double* w, const double* root, const double* idle,
+                               Py_ssize_t nnz, double eta, double delta, double l1, double l2)
+    Py_ssize_t md_step_avx(double* acc, double* w, int64_t* last, const int32_t* idx,
+                           const double* x, Py_ssize_t nnz, double d, int64_t t, double eta,
+                           double delta, double l1, double l2, bint penalised)
 
 from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyper,
+                              adaprox_exp_pair, adaprox_log1p,
                               da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
                               intercept_step, make_hyper, md_idle_steps, md_prox)
 from ._dataset cimport (RowPass, check_pass_input, index_t, longest_row,
@@ -82,6 +88,37 @@ def set_avx(bint enabled):
     HAVE_AVX = enabled and avx_available()
     _adagrad_multinomial_fast.set_avx(enabled)
     return previous
+
+
+def md_catch_up(double[::1] w, const double[::1] root, const double[::1] idle, *,
+                double eta, double delta, double l1, double l2, bint four_lanes):
+    """Test hook: mirror descent's idle-step closed form on each entry, in
+    place: ``w[k]`` becomes the weight after ``idle[k]`` steps (an integer)
+    with root ``root[k]``; as the kernel does it: through the AVX loop if
+    ``four_lanes``, the AVX loops are on (``set_avx``) and ``l1 > 0`` (the
+    last ``len(w) % 4`` entries by the scalar form), else entry by entry."""
+    cdef Hyper h = make_hyper("mirror_descent", eta, delta, l1, l2, True)
+    cdef Py_ssize_t k = 0, n = w.shape[0]
+    if root.shape[0] != n or idle.shape[0] != n:
+        raise ValueError("w, root and idle must have the same length")
+    if four_lanes and HAVE_AVX and l1 != 0.0 and n > 0:
+        k = md_idle_row_avx(&w[0], &root[0], &idle[0], n, eta, delta, l1, l2)
+    for k in range(k, n):
+        w[k] = md_idle_steps(w[k], root[k], <int64_t> idle[k], h)
+
+
+def log1p_exp(const double[::1] x, const double[::1] y):
+    """Test hook: ``(log1p(x), exp(y), 1 - exp(y))`` as mirror descent's
+    catch-up computes them (``x >= 0``, ``y <= 0``), entry by entry."""
+    cdef Py_ssize_t k
+    out = np.empty((3, x.shape[0]))
+    cdef double[:, ::1] o = out
+    if y.shape[0] != x.shape[0]:
+        raise ValueError("x and y must have the same length")
+    for k in range(x.shape[0]):
+        o[0, k] = adaprox_log1p(x[k])
+        adaprox_exp_pair(y[k], &o[1, k], &o[2, k])
+    return out
 
 
 cdef extern from "_simd.h":
@@ -403,7 +440,10 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
         row[k] = w[j]
         row_root[k] = acc[2 * j + 1]
         row_idle[k] = <double> (t - last[j])  # exact below 2**53 steps
-    for k in range(nnz):
+    k = 0
+    if HAVE_AVX and h.l1 != 0.0:  # l1 or elastic net: four at a time, same numbers
+        k = md_idle_row_avx(row, row_root, row_idle, nnz, h.eta, h.delta, h.l1, h.l2)
+    for k in range(k, nnz):
         row[k] = md_idle_steps(row[k], row_root[k], <int64_t> row_idle[k], h)
     for k in range(nnz):
         if x[k] == 0.0:
@@ -419,10 +459,14 @@ cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz
                            double d, double* w, double* acc, int64_t* last,
                            int64_t t, Hyper h) noexcept nogil:
     # The step number t is the one being taken (weights were current at t-1).
-    cdef Py_ssize_t k, j
+    cdef Py_ssize_t k = 0, j
     cdef double g, H
     cdef bint penalised = h.l1 != 0.0 or h.l2 != 0.0  # else md_prox(z) is z
-    for k in range(nnz):
+    if floating is double and index_t is int32_t:
+        if HAVE_AVX:  # four square roots and divisions at a time, same results
+            k = md_step_avx(acc, w, last, idx, x, nnz, d, t, h.eta, h.delta, h.l1, h.l2,
+                            penalised)
+    for k in range(k, nnz):
         if x[k] == 0.0:
             continue
         j = idx[k]

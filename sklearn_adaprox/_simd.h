@@ -26,8 +26,130 @@
 #ifndef SKLEARN_ADAPROX_SIMD_H
 #define SKLEARN_ADAPROX_SIMD_H
 
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* log1p and exp for mirror descent's idle-step closed form with l1 and l2
+ * parts (md_idle_steps in _adagrad_rules.pxd), which reads log1p(r), e^y
+ * and 1 - e^y for y = -k log1p(r) at every weight a row reads: three libm
+ * calls, scalar.  These give e^y and 1 - e^y from one reduction and are
+ * written in +, -, *, / and exact bit operations only, so that the AVX
+ * versions below (md_idle_row_avx) give the same bits lane by lane,
+ * whatever the path.  Both are within a few ulp of the correctly rounded
+ * value (tested against NumPy's).
+ *
+ * exp: y = n ln2 + r with n = round(y / ln2) and |r| <= ln2 / 2 (Cody and
+ * Waite: ln 2 split in two so that n LN2_HI is exact), e^r - 1 by its Taylor
+ * series to r^13 / 13! (the next term is below 5e-18 on that interval), and
+ * 2^n from the exponent bits.  log1p: 1 + x = 2^e m with m in
+ * [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) with s = (m - 1) / (m + 1),
+ * |s| <= 0.172, by its series to s^21, and m - 1 taken as x where e = 0
+ * (the rounding of 1 + x costs at most 2^-53 / log(sqrt(2)) relative
+ * elsewhere). */
+#define ADAPROX_LN2_HI 6.93147180369123816490e-01  /* 32 bits of ln 2 */
+#define ADAPROX_LN2_LO 1.90821492927058781614e-10  /* ln 2 - ADAPROX_LN2_HI */
+#define ADAPROX_INV_LN2 1.4426950408889634
+#define ADAPROX_SQRT2 1.4142135623730951
+/* 1.5 * 2^52: adding it rounds a double below 2^51 to an integer, which
+ * then sits in the low bits of the sum's mantissa */
+#define ADAPROX_ROUND_MAGIC 6755399441055744.0
+/* e^y is 0 in double below -745.2; clamping there keeps 2^n in range */
+#define ADAPROX_EXP_FLOOR -1100.0
+#define ADAPROX_MANTISSA_BITS 0x000FFFFFFFFFFFFFULL
+#define ADAPROX_ONE_BITS 0x3FF0000000000000ULL
+/* The series' coefficients: 1/k! for k = 2 .. 13 and 2/(2j + 3) for
+ * j = 0 .. 9. */
+static const double ADAPROX_EXP_TERMS[12] = {
+    0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333,
+    0.001388888888888889, 0.0001984126984126984, 2.48015873015873e-05,
+    2.7557319223985893e-06, 2.755731922398589e-07, 2.505210838544172e-08,
+    2.08767569878681e-09, 1.6059043836821613e-10};
+static const double ADAPROX_LOG_TERMS[10] = {
+    0.6666666666666666, 0.4, 0.2857142857142857, 0.2222222222222222,
+    0.18181818181818182, 0.15384615384615385, 0.13333333333333333,
+    0.11764705882352941, 0.10526315789473684, 0.09523809523809523};
+
+/* sum of c[i] x^i over the twelve exp terms and the ten log terms, by
+ * Estrin's scheme (pairs c[i] + c[i+1] x, then pairs of pairs with x^2,
+ * ...): a dependency chain of four steps where Horner's rule has eleven */
+static inline double adaprox_exp_series(double x)
+{
+    const double *c = ADAPROX_EXP_TERMS;
+    double x2 = x * x, x4 = x2 * x2, x8 = x4 * x4;
+    double q0 = (c[0] + c[1] * x) + (c[2] + c[3] * x) * x2;
+    double q1 = (c[4] + c[5] * x) + (c[6] + c[7] * x) * x2;
+    double q2 = (c[8] + c[9] * x) + (c[10] + c[11] * x) * x2;
+    return (q0 + q1 * x4) + q2 * x8;
+}
+
+static inline double adaprox_log_series(double x)
+{
+    const double *c = ADAPROX_LOG_TERMS;
+    double x2 = x * x, x4 = x2 * x2, x8 = x4 * x4;
+    double q0 = (c[0] + c[1] * x) + (c[2] + c[3] * x) * x2;
+    double q1 = (c[4] + c[5] * x) + (c[6] + c[7] * x) * x2;
+    return (q0 + q1 * x4) + (c[8] + c[9] * x) * x8;
+}
+
+static inline double adaprox_from_bits(uint64_t b)
+{
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
+
+static inline uint64_t adaprox_bits(double d)
+{
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    return b;
+}
+
+/* 2^n for an integer-valued n in [-1022, 1023]: n + 1023 lands in the low
+ * bits of the sum's mantissa, and a shift puts it in the exponent field. */
+static inline double adaprox_pow2(double n)
+{
+    return adaprox_from_bits(adaprox_bits(n + (ADAPROX_ROUND_MAGIC + 1023.0)) << 52);
+}
+
+/* log(1 + x) for x >= 0 (+inf for +inf). */
+static inline double adaprox_log1p(double x)
+{
+    double u = 1.0 + x;
+    uint64_t b = adaprox_bits(u);
+    double e = (double)(int64_t)(b >> 52) - 1023.0;  /* u >= 1: no sign bit */
+    double m = adaprox_from_bits((b & ADAPROX_MANTISSA_BITS) | ADAPROX_ONE_BITS);
+    if (m > ADAPROX_SQRT2) {
+        m = m * 0.5;
+        e = e + 1.0;
+    }
+    /* m - 1 is exact (m in [1/2, 2]); where e = 0 it is u - 1, and x is
+     * the same without the rounding of 1 + x */
+    double f = e == 0.0 ? x : m - 1.0;
+    double s = f / (2.0 + f);
+    double z = s * s;
+    double log_m = 2.0 * s + s * (z * adaprox_log_series(z));
+    double log_u = e * ADAPROX_LN2_HI + (log_m + e * ADAPROX_LN2_LO);
+    return (u == 1.0 || x > DBL_MAX) ? x : log_u;  /* x < 2^-53: log1p(x) rounds to x */
+}
+
+/* e^y and 1 - e^y for y <= 0 (1 - e^y without cancellation near 0). */
+static inline void adaprox_exp_pair(double y, double *exp_y, double *one_minus)
+{
+    y = y < ADAPROX_EXP_FLOOR ? ADAPROX_EXP_FLOOR : y;
+    double n = (y * ADAPROX_INV_LN2 + ADAPROX_ROUND_MAGIC) - ADAPROX_ROUND_MAGIC;
+    double r = (y - n * ADAPROX_LN2_HI) - n * ADAPROX_LN2_LO;
+    double q = r + (r * r) * adaprox_exp_series(r);  /* e^r - 1 */
+    /* 2^n = 2^half 2^(n - half), each factor normal down to n = -1587 */
+    double half = floor(0.5 * n);
+    double scale_a = adaprox_pow2(half), scale_b = adaprox_pow2(n - half);
+    double scale = scale_a * scale_b;
+    *exp_y = ((1.0 + q) * scale_a) * scale_b;
+    *one_minus = (1.0 - scale) - scale * q;
+}
 
 #if !defined(SKLEARN_ADAPROX_NO_SIMD) && \
     (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
@@ -359,10 +481,225 @@ static inline void class_sums_step_avx(double *acc, ptrdiff_t n_classes, double 
     }
 }
 
+/* Four lanes of adaprox_pow2. */
+__attribute__((target("avx")))
+static inline __m256d pow2_avx(__m256d n)
+{
+    __m256i b = _mm256_castpd_si256(_mm256_add_pd(n, _mm256_set1_pd(ADAPROX_ROUND_MAGIC + 1023.0)));
+    __m128i lo = _mm_slli_epi64(_mm256_castsi256_si128(b), 52);
+    __m128i hi = _mm_slli_epi64(_mm256_extractf128_si256(b, 1), 52);
+    return _mm256_castsi256_pd(_mm256_insertf128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+/* Four lanes of adaprox_exp_series and adaprox_log_series. */
+#define ADAPROX_PAIR_AVX(c, i, x) \
+    _mm256_add_pd(_mm256_set1_pd((c)[i]), _mm256_mul_pd(_mm256_set1_pd((c)[(i) + 1]), (x)))
+#define ADAPROX_ADD_MUL_AVX(a, b, x) _mm256_add_pd((a), _mm256_mul_pd((b), (x)))
+
+__attribute__((target("avx")))
+static inline __m256d exp_series_avx(__m256d x)
+{
+    const double *c = ADAPROX_EXP_TERMS;
+    __m256d x2 = _mm256_mul_pd(x, x), x4 = _mm256_mul_pd(x2, x2), x8 = _mm256_mul_pd(x4, x4);
+    __m256d q0 = ADAPROX_ADD_MUL_AVX(ADAPROX_PAIR_AVX(c, 0, x), ADAPROX_PAIR_AVX(c, 2, x), x2);
+    __m256d q1 = ADAPROX_ADD_MUL_AVX(ADAPROX_PAIR_AVX(c, 4, x), ADAPROX_PAIR_AVX(c, 6, x), x2);
+    __m256d q2 = ADAPROX_ADD_MUL_AVX(ADAPROX_PAIR_AVX(c, 8, x), ADAPROX_PAIR_AVX(c, 10, x), x2);
+    return ADAPROX_ADD_MUL_AVX(ADAPROX_ADD_MUL_AVX(q0, q1, x4), q2, x8);
+}
+
+__attribute__((target("avx")))
+static inline __m256d log_series_avx(__m256d x)
+{
+    const double *c = ADAPROX_LOG_TERMS;
+    __m256d x2 = _mm256_mul_pd(x, x), x4 = _mm256_mul_pd(x2, x2), x8 = _mm256_mul_pd(x4, x4);
+    __m256d q0 = ADAPROX_ADD_MUL_AVX(ADAPROX_PAIR_AVX(c, 0, x), ADAPROX_PAIR_AVX(c, 2, x), x2);
+    __m256d q1 = ADAPROX_ADD_MUL_AVX(ADAPROX_PAIR_AVX(c, 4, x), ADAPROX_PAIR_AVX(c, 6, x), x2);
+    return ADAPROX_ADD_MUL_AVX(ADAPROX_ADD_MUL_AVX(q0, q1, x4), ADAPROX_PAIR_AVX(c, 8, x), x8);
+}
+
+/* Four lanes of adaprox_log1p, operation for operation. */
+__attribute__((target("avx")))
+static inline __m256d log1p_avx(__m256d x)
+{
+    const __m256d one = _mm256_set1_pd(1.0);
+    const __m256d two52 = _mm256_set1_pd(4503599627370496.0);
+    __m256d u = _mm256_add_pd(one, x);
+    __m256i b = _mm256_castpd_si256(u);
+    __m128i lo = _mm_srli_epi64(_mm256_castsi256_si128(b), 52);
+    __m128i hi = _mm_srli_epi64(_mm256_extractf128_si256(b, 1), 52);
+    /* the biased exponent, below 2^11, as the low bits of 2^52's mantissa:
+     * the subtraction gives it less 1023, exactly */
+    __m256d biased = _mm256_or_pd(
+        _mm256_castsi256_pd(_mm256_insertf128_si256(_mm256_castsi128_si256(lo), hi, 1)), two52);
+    __m256d e = _mm256_sub_pd(biased, _mm256_set1_pd(4503599627370496.0 + 1023.0));
+    __m256d m = _mm256_or_pd(
+        _mm256_and_pd(u, _mm256_castsi256_pd(_mm256_set1_epi64x((long long)ADAPROX_MANTISSA_BITS))),
+        one);
+    __m256d big = _mm256_cmp_pd(m, _mm256_set1_pd(ADAPROX_SQRT2), _CMP_GT_OQ);
+    m = _mm256_blendv_pd(m, _mm256_mul_pd(m, _mm256_set1_pd(0.5)), big);
+    e = _mm256_blendv_pd(e, _mm256_add_pd(e, one), big);
+    __m256d f = _mm256_blendv_pd(_mm256_sub_pd(m, one), x,
+                                 _mm256_cmp_pd(e, _mm256_setzero_pd(), _CMP_EQ_OQ));
+    __m256d s = _mm256_div_pd(f, _mm256_add_pd(_mm256_set1_pd(2.0), f));
+    __m256d z = _mm256_mul_pd(s, s);
+    __m256d log_m = _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(2.0), s),
+                                  _mm256_mul_pd(s, _mm256_mul_pd(z, log_series_avx(z))));
+    __m256d log_u = _mm256_add_pd(
+        _mm256_mul_pd(e, _mm256_set1_pd(ADAPROX_LN2_HI)),
+        _mm256_add_pd(log_m, _mm256_mul_pd(e, _mm256_set1_pd(ADAPROX_LN2_LO))));
+    __m256d itself = _mm256_or_pd(_mm256_cmp_pd(u, one, _CMP_EQ_OQ),
+                                  _mm256_cmp_pd(x, _mm256_set1_pd(DBL_MAX), _CMP_GT_OQ));
+    return _mm256_blendv_pd(log_u, x, itself);
+}
+
+/* Four lanes of adaprox_exp_pair, operation for operation. */
+__attribute__((target("avx")))
+static inline void exp_pair_avx(__m256d y, __m256d *exp_y, __m256d *one_minus)
+{
+    const __m256d one = _mm256_set1_pd(1.0);
+    const __m256d magic = _mm256_set1_pd(ADAPROX_ROUND_MAGIC);
+    y = _mm256_max_pd(y, _mm256_set1_pd(ADAPROX_EXP_FLOOR));
+    __m256d n = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(y, _mm256_set1_pd(ADAPROX_INV_LN2)),
+                                            magic), magic);
+    __m256d r = _mm256_sub_pd(_mm256_sub_pd(y, _mm256_mul_pd(n, _mm256_set1_pd(ADAPROX_LN2_HI))),
+                              _mm256_mul_pd(n, _mm256_set1_pd(ADAPROX_LN2_LO)));
+    __m256d q = _mm256_add_pd(r, _mm256_mul_pd(_mm256_mul_pd(r, r),
+                                               exp_series_avx(r)));
+    __m256d half = _mm256_floor_pd(_mm256_mul_pd(_mm256_set1_pd(0.5), n));
+    __m256d scale_a = pow2_avx(half), scale_b = pow2_avx(_mm256_sub_pd(n, half));
+    __m256d scale = _mm256_mul_pd(scale_a, scale_b);
+    *exp_y = _mm256_mul_pd(_mm256_mul_pd(_mm256_add_pd(one, q), scale_a), scale_b);
+    *one_minus = _mm256_sub_pd(_mm256_sub_pd(one, scale), _mm256_mul_pd(scale, q));
+}
+
+/* Mirror descent's catch-up (md_idle_steps of _adagrad_rules.pxd) on four
+ * weights at a time, in place: w[k] becomes the weight after idle[k] steps
+ * without a gradient, its root being root[k].  Same operations in the same
+ * order as md_idle_steps, so the same bits; branch-free (which weights have
+ * reached zero is unpredictable).  Returns how many entries it did (nnz
+ * rounded down to a multiple of four): the caller does the rest.  For l1
+ * and elastic net (l1 > 0): with l2 alone, md_idle_steps takes libm's exp
+ * and log1p, which this loop does not repeat. */
+__attribute__((target("avx")))
+static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const double *idle,
+                                        ptrdiff_t nnz, double eta, double delta, double l1,
+                                        double l2)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    const __m256d zero = _mm256_setzero_pd();
+    const __m256d eta_l1 = _mm256_set1_pd(eta * l1);
+    const __m256d eta_l2 = _mm256_set1_pd(eta * l2);
+    ptrdiff_t k = 0;
+    for (; k + 3 < nnz; k += 4) {
+        __m256d wk = _mm256_loadu_pd(w + k);
+        __m256d steps = _mm256_loadu_pd(idle + k);
+        __m256d H = _mm256_add_pd(_mm256_set1_pd(delta), _mm256_loadu_pd(root + k));
+        __m256d a = _mm256_div_pd(eta_l1, H);
+        /* r = 0 (no l2 part): nothing decays, each step shrinks by a */
+        __m256d decay = _mm256_set1_pd(1.0), shrink = _mm256_mul_pd(a, steps);
+        if (l2 != 0.0) {
+            __m256d r = _mm256_div_pd(eta_l2, H);
+            __m256d power, one_minus;
+            exp_pair_avx(_mm256_mul_pd(_mm256_xor_pd(steps, sign), log1p_avx(r)), &power,
+                         &one_minus);
+            __m256d geometric = _mm256_cmp_pd(r, zero, _CMP_GT_OQ);
+            decay = _mm256_blendv_pd(decay, power, geometric);
+            shrink = _mm256_blendv_pd(
+                shrink, _mm256_and_pd(_mm256_mul_pd(a, _mm256_div_pd(one_minus, r)),
+                                      _mm256_cmp_pd(a, zero, _CMP_GT_OQ)),
+                geometric);
+        }
+        __m256d mag = _mm256_sub_pd(_mm256_mul_pd(_mm256_andnot_pd(sign, wk), decay), shrink);
+        /* copysign(mag, w) where mag > 0, else 0 */
+        __m256d moved = _mm256_and_pd(_mm256_or_pd(mag, _mm256_and_pd(sign, wk)),
+                                      _mm256_cmp_pd(mag, zero, _CMP_GT_OQ));
+        __m256d kept = _mm256_or_pd(_mm256_or_pd(_mm256_cmp_pd(steps, zero, _CMP_LE_OQ),
+                                                 _mm256_cmp_pd(wk, zero, _CMP_EQ_OQ)),
+                                    _mm256_cmp_pd(H, zero, _CMP_EQ_OQ));
+        _mm256_storeu_pd(w + k, _mm256_blendv_pd(moved, wk, kept));
+    }
+    return k;
+}
+
+/* Mirror descent's step for the gradient d x of a row (md_update of
+ * _adagrad_fast.pyx) on four entries at a time: for every k with
+ * x[k] != 0, j = idx[k] (distinct within a row) and g = d x[k]:
+ * acc[2j] += g, root = acc[2j + 1] = sqrt(root^2 + g^2), H = delta + root
+ * and, if H > 0, w[j] = md_prox(w[j] - eta g / H, H) (the plain step
+ * without a penalty) and last[j] = t.  The square roots and divisions in
+ * four lanes, the same operations in the same order as the scalar loop, so
+ * the same bits.  Returns how many entries it did (nnz rounded down to a
+ * multiple of four): the caller does the rest. */
+__attribute__((target("avx")))
+static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const int32_t *idx,
+                                    const double *x, ptrdiff_t nnz, double d, int64_t t,
+                                    double eta, double delta, double l1, double l2,
+                                    int penalised)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    const __m256d zero = _mm256_setzero_pd();
+    const __m256d d4 = _mm256_set1_pd(d);
+    const __m256d eta4 = _mm256_set1_pd(eta);
+    double fresh_root[4], fresh_w[4];
+    ptrdiff_t k = 0, m;
+    for (; k + 3 < nnz; k += 4) {
+        const ptrdiff_t j0 = idx[k], j1 = idx[k + 1], j2 = idx[k + 2], j3 = idx[k + 3];
+        __m256d g = _mm256_mul_pd(d4, _mm256_loadu_pd(x + k));
+        __m256d root = _mm256_set_pd(acc[2 * j3 + 1], acc[2 * j2 + 1], acc[2 * j1 + 1],
+                                     acc[2 * j0 + 1]);
+        __m256d wk = _mm256_set_pd(w[j3], w[j2], w[j1], w[j0]);
+        root = _mm256_sqrt_pd(_mm256_add_pd(_mm256_mul_pd(root, root), _mm256_mul_pd(g, g)));
+        __m256d H = _mm256_add_pd(_mm256_set1_pd(delta), root);
+        __m256d z = _mm256_sub_pd(wk, _mm256_div_pd(_mm256_mul_pd(eta4, g), H));
+        if (penalised) {
+            __m256d mag = _mm256_sub_pd(_mm256_andnot_pd(sign, z),
+                                        _mm256_div_pd(_mm256_set1_pd(eta * l1), H));
+            __m256d scaled = _mm256_div_pd(
+                mag, _mm256_add_pd(_mm256_set1_pd(1.0),
+                                   _mm256_div_pd(_mm256_set1_pd(eta * l2), H)));
+            z = _mm256_and_pd(_mm256_or_pd(scaled, _mm256_and_pd(sign, z)),
+                              _mm256_cmp_pd(mag, zero, _CMP_GT_OQ));
+        }
+        _mm256_storeu_pd(fresh_root, root);
+        _mm256_storeu_pd(fresh_w, z);
+        const int moved = _mm256_movemask_pd(_mm256_cmp_pd(H, zero, _CMP_GT_OQ));
+        for (m = 0; m < 4; m++) {
+            const ptrdiff_t j = idx[k + m];
+            if (x[k + m] == 0.0)
+                continue;
+            acc[2 * j] += d * x[k + m];
+            acc[2 * j + 1] = fresh_root[m];
+            if (moved & (1 << m)) {
+                w[j] = fresh_w[m];
+                last[j] = t;
+            }
+        }
+    }
+    return k;
+}
+
 #else
 #include <stdint.h>
 
 static inline int avx_available(void) { return 0; }
+
+static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const int32_t *idx,
+                                    const double *x, ptrdiff_t nnz, double d, int64_t t,
+                                    double eta, double delta, double l1, double l2,
+                                    int penalised)
+{
+    (void)acc; (void)w; (void)last; (void)idx; (void)x; (void)nnz; (void)d; (void)t;
+    (void)eta; (void)delta; (void)l1; (void)l2; (void)penalised;
+    return 0;  /* never called: avx_available() is 0 */
+}
+
+static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const double *idle,
+                                        ptrdiff_t nnz, double eta, double delta, double l1,
+                                        double l2)
+{
+    (void)w; (void)root; (void)idle; (void)nnz; (void)eta; (void)delta; (void)l1; (void)l2;
+    return 0;  /* never called: avx_available() is 0 */
+}
 
 static inline void class_scores_avx(const double *acc, ptrdiff_t n_classes, double xj,
                                     double eta, double delta, double l1_shift,

@@ -225,18 +225,20 @@ def test_defaults_beat_sgdclassifier_defaults_on_a9a_and_one_epoch_comes_close()
 
 @pytest.mark.parametrize("loss", ["hinge", "log_loss"])
 @pytest.mark.parametrize("container", ["csr", "dense"])
-@pytest.mark.parametrize("update", ["dual_averaging", "ftrl_proximal"])
+@pytest.mark.parametrize("update", UPDATES)
 @pytest.mark.parametrize("penalty, alpha", [("l2", 1e-4), ("l1", 1e-3), ("elasticnet", 3e-3),
                                             (None, 1e-4)])
 def test_avx_and_sse2_loops_agree_bit_for_bit(loss, container, update, penalty, alpha):
-    """The AVX loops of dual averaging and FTRL-Proximal (float64 rows, int32
-    indices, CPUs that have AVX) keep the arithmetic and the order of the
+    """The AVX loops of every update rule (float64 rows, int32 indices for
+    the steps; CPUs that have AVX) keep the arithmetic and the order of the
     SSE2 and scalar ones; zeros of dense rows are left alone in both.  With
     an l1 part, some weights are past their threshold and some are not
     (both sides of the branch-free AVX select); without a penalty and with
     delta=0, untouched coordinates have a zero denominator."""
     X, y = make_sparse_zipf(600, 300, 25, random_state=5)
     X = X.toarray() if container == "dense" else X
+    if update == "mirror_descent":
+        alpha *= 3  # its steps shrink less than dual averaging's thresholds
     clf = AdaGradClassifier(loss=loss, update=update, penalty=penalty, alpha=alpha,
                             delta=0.0 if penalty is None else 0.1, max_iter=2, tol=None,
                             random_state=0)
@@ -252,8 +254,77 @@ def test_avx_and_sse2_loops_agree_bit_for_bit(loss, container, update, penalty, 
     assert_array_equal(avx.coef_, sse2.coef_)
     assert_array_equal(avx.sum_sq_gradient_, sse2.sum_sq_gradient_)
     assert avx.loss_curve_ == sse2.loss_curve_
+    if update == "mirror_descent":
+        assert_array_equal(avx.md_weights_, sse2.md_weights_)
     if penalty in ("l1", "elasticnet"):
         assert 0.1 < np.mean(avx.coef_ == 0) < 0.9
+
+
+def _ulps(value, reference):
+    """|value - reference| in units of the last place of the reference."""
+    with np.errstate(invalid="ignore"):
+        ulps = np.abs(value - reference) / np.spacing(np.abs(reference))
+    return np.where(value == reference, 0.0, ulps)
+
+
+def test_mirror_descent_log1p_and_exp_are_within_a_few_ulp():
+    """The catch-up's own log1p(x) and e^y, 1 - e^y (x >= 0, y <= 0; written
+    so that the AVX loop can repeat them bit for bit) against NumPy's, over
+    the whole range of doubles, subnormals, the underflow of e^y near -745
+    and the infinities included."""
+    rng = np.random.default_rng(0)
+    x = np.r_[10.0 ** rng.uniform(-323, 308, 100_000), rng.uniform(0, 3, 100_000),
+              0.0, 5e-324, 1e-16, 2.0 ** -53, np.sqrt(2) - 1, 1.0, np.finfo(float).max,
+              np.inf]
+    y = -np.r_[10.0 ** rng.uniform(-323, 4, 100_000), rng.uniform(0, 800, 100_000),
+               0.0, 5e-324, 1e-16, 0.5 * np.log(2), 708.4, 745.1, 1e300, np.inf]
+    log1p, exp, one_minus = _adagrad_fast.log1p_exp(x, y)
+    assert _ulps(log1p, np.log1p(x)).max() <= 4
+    assert _ulps(exp, np.exp(y)).max() <= 2
+    assert _ulps(one_minus, -np.expm1(y)).max() <= 2
+    assert log1p[-1] == np.inf and exp[-1] == 0.0 and one_minus[-1] == 1.0
+
+
+@pytest.mark.parametrize("l1, l2", [(0.0, 1e-3), (1e-3, 0.0), (1e-3, 1e-3)])
+def test_mirror_descent_catch_up_four_lanes_and_scalar(l1, l2):
+    """Mirror descent's idle-step closed form through the AVX loop gives the
+    scalar form's bits on every kind of entry (zero weights, no idle steps,
+    H = 0, roots so small that the penalty's rate overflows, weights driven
+    to zero), and both are the closed form of the docstring computed with
+    NumPy's log1p and expm1, where the inputs are moderate."""
+    rng = np.random.default_rng(1)
+    n = 4003
+    w = rng.standard_normal(n) * 10.0 ** rng.uniform(-300, 2, n)
+    w[::7] = 0.0
+    root = 10.0 ** rng.uniform(-320, 3, n)
+    root[::11] = 0.0
+    idle = np.floor(10.0 ** rng.uniform(0, 7, n))
+    idle[::13] = 0.0
+    params = dict(eta=0.5, delta=0.0, l1=l1, l2=l2)
+    scalar, avx = w.copy(), w.copy()
+    _adagrad_fast.md_catch_up(scalar, root, idle, four_lanes=False, **params)
+    previous = _adagrad_fast.set_avx(True)
+    try:
+        if not _adagrad_fast.set_avx(True):
+            pytest.skip("this CPU has no AVX")
+        _adagrad_fast.md_catch_up(avx, root, idle, four_lanes=True, **params)
+    finally:
+        _adagrad_fast.set_avx(previous)
+    assert_array_equal(avx, scalar)
+    assert np.all(np.isfinite(avx))
+    assert 0.05 < np.mean((avx == 0) & (w != 0))
+
+    moderate = (root > 1e-3) & (w != 0) & (np.abs(w) > 1e-100)
+    H = root[moderate]
+    a, r, k, w_m = 0.5 * l1 / H, 0.5 * l2 / H, idle[moderate], w[moderate]
+    if l2 > 0:
+        decay = np.exp(-k * np.log1p(r))
+        shrink = a * (-np.expm1(-k * np.log1p(r)) / r)
+    else:
+        decay, shrink = 1.0, a * k
+    expected = np.sign(w_m) * np.maximum(np.abs(w_m) * decay - shrink, 0.0)
+    expected = np.where(k > 0, expected, w_m)
+    assert_allclose(scalar[moderate], expected, rtol=1e-12, atol=1e-300)
 
 
 def test_simd_paths_of_the_build():
