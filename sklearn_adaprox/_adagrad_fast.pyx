@@ -60,6 +60,8 @@ cdef extern from "_simd.h" nogil:
                                 double l1_shift, double l2_shift)
     Py_ssize_t md_idle_row_avx(double* w, const double* root, const double* idle,
                                Py_ssize_t nnz, double eta, double delta, double l1, double l2)
+    Py_ssize_t ftrl_step_avx(double* acc, const int32_t* idx, const double* x,
+                             const double* row_w, Py_ssize_t nnz, double d, double eta)
     Py_ssize_t md_step_avx(double* acc, double* w, int64_t* last, const int32_t* idx,
                            const double* x, Py_ssize_t nnz, double d, int64_t t, double eta,
                            double delta, double l1, double l2, bint penalised)
@@ -504,9 +506,12 @@ cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t
 cdef inline void ftrl_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
                              double d, const double* row_w, double* acc,
                              Hyper h) noexcept nogil:
-    cdef Py_ssize_t k, j
+    cdef Py_ssize_t k = 0, j
     cdef double g, root, new_root
-    for k in range(nnz):
+    if floating is double and index_t is int32_t:
+        if HAVE_AVX:  # four square roots and divisions at a time, same results
+            k = ftrl_step_avx(acc, idx, x, row_w, nnz, d, h.eta)
+    for k in range(k, nnz):
         if x[k] == 0.0:
             continue
         j = idx[k]
