@@ -422,13 +422,13 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
     cdef double p = 0.0
     cdef double* row_root = row + nnz
     cdef double* row_idle = row + 2 * nnz
-    if h.l1 == 0.0 and h.l2 == 0.0:  # nothing shrinks while idle: no catch-up
+    if h.l1 == 0.0 and h.l2 == 0.0:
+        # nothing shrinks while idle: no catch-up, and no step to keep (a
+        # change of options catches every weight up first: adagrad.py)
         for k in range(nnz):
             if x[k] == 0.0:
                 continue
-            j = idx[k]
-            last[j] = t
-            p += w[j] * x[k]
+            p += w[idx[k]] * x[k]
         return p
     # Three loops over the row (``row``: three scratch arrays of its length):
     # the first only loads, so that the cache misses of a wide hashed row
@@ -480,7 +480,7 @@ cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz
             w[j] = w[j] - h.eta * g / H
             if penalised:
                 w[j] = md_prox(w[j], H, h)
-            last[j] = t
+                last[j] = t
 
 
 cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,

@@ -664,8 +664,8 @@ static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const dou
  * _adagrad_fast.pyx) on four entries at a time: for every k with
  * x[k] != 0, j = idx[k] (distinct within a row) and g = d x[k]:
  * acc[2j] += g, root = acc[2j + 1] = sqrt(root^2 + g^2), H = delta + root
- * and, if H > 0, w[j] = md_prox(w[j] - eta g / H, H) (the plain step
- * without a penalty) and last[j] = t.  The square roots and divisions in
+ * and, if H > 0, w[j] = md_prox(w[j] - eta g / H, H) and last[j] = t (the
+ * plain step without a penalty, and no step kept).  The square roots and divisions in
  * four lanes, the same operations in the same order as the scalar loop, so
  * the same bits.  Returns how many entries it did (nnz rounded down to a
  * multiple of four): the caller does the rest. */
@@ -710,7 +710,8 @@ static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const
             acc[2 * j + 1] = fresh_root[m];
             if (moved & (1 << m)) {
                 w[j] = fresh_w[m];
-                last[j] = t;
+                if (penalised)
+                    last[j] = t;
             }
         }
     }

@@ -444,7 +444,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         ``partial_fit`` call costs O(nnz) whatever ``n_features``.
     md_weights_, md_steps_ : ndarray of shape (n_problems, n_features)
         Element-wise mirror descent: each weight and the step at which it
-        is current (it is brought to step ``t_`` when read).
+        is current (it is brought to step ``t_`` when read).  Without a
+        penalty an idle weight does not change, so the steps are not kept:
+        ``md_steps_`` then holds the step at which the options last changed.
     sum_outer_gradient_ : ndarray of shape (n_problems, m, m)
         ``matrix="full"`` only: ``G``, the sum of the outer products of the
         gradients, ``m = n_features + fit_intercept`` (the intercept last).
@@ -890,6 +892,12 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
                     self._start_mirror_descent(self._computed_coef())  # the old rule's
                 else:
                     del state["md_weights_"], state["md_steps_"]
+            elif rule["update"] == "mirror_descent" and rule != self._rule:
+                # The idle steps so far were taken under the old options:
+                # every weight is caught up to t_ under them before the new
+                # ones apply to the steps to come (as the multinomial state
+                # is above).  Without a penalty the steps are not kept at all.
+                self._start_mirror_descent(self._computed_coef())
             self._rule = rule  # this call's weights follow the current options
         elif "accumulators_" in state:
             coef = np.array(self._computed_coef())

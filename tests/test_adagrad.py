@@ -260,6 +260,33 @@ def test_avx_and_sse2_loops_agree_bit_for_bit(loss, container, update, penalty, 
         assert 0.1 < np.mean(avx.coef_ == 0) < 0.9
 
 
+@pytest.mark.parametrize("first_penalty, first_alpha", [(None, 1e-4), ("l2", 1e-2),
+                                                      ("l1", 1e-3)])
+def test_mirror_descent_steps_before_a_change_of_options_keep_the_old_ones(
+        first_penalty, first_alpha):
+    """A weight of mirror descent idle across a change of the penalty is
+    shrunk under the old options up to the change and under the new ones
+    after it: after a call under the new options, a weight whose column the
+    call's rows do not touch is the closed form of the new l2 shrinkage over
+    that call's steps, from its value at the end of the previous call.
+    Without a penalty the kernel keeps no steps at all, so the catch-up at
+    the change is what makes the next penalised call exact."""
+    X, y = make_sparse_zipf(400, 60, 8, random_state=2)
+    first, second = X[:200], X[200:].tolil()
+    second[:, :20] = 0  # columns 0-19 idle in the second call
+    second = sp.csr_matrix(second)
+    second.eliminate_zeros()
+    clf = AdaGradClassifier(update="mirror_descent", penalty=first_penalty,
+                            alpha=first_alpha, delta=0.1, shuffle=False)
+    clf.partial_fit(first, y[:200], classes=[0, 1])
+    weights, root = clf.coef_[0, :20].copy(), clf.accumulators_[0, :20, 1].copy()
+    assert np.count_nonzero(weights) >= 10
+    clf.set_params(penalty="l2", alpha=1e-3)
+    clf.partial_fit(second, y[200:])
+    decay = np.exp(-200 * np.log1p(clf.eta * 1e-3 / (clf.delta + root)))
+    assert_allclose(clf.coef_[0, :20], weights * decay, rtol=1e-12, atol=0)
+
+
 def _ulps(value, reference):
     """|value - reference| in units of the last place of the reference."""
     with np.errstate(invalid="ignore"):
