@@ -243,6 +243,23 @@ static inline void gather_pairs_avx(const double *acc, const int32_t *idx,
     *second = _mm256_set_pd(a3[1], a2[1], a1[1], a0[1]);
 }
 
+/* The roots acc[2j + 1] of the four columns j = idx[0..3], lane m holding
+ * column idx[m]'s. */
+__attribute__((target("avx")))
+static inline __m256d gather_roots_avx(const double *acc, const int32_t *idx)
+{
+    return _mm256_set_pd(acc[2 * (ptrdiff_t)idx[3] + 1], acc[2 * (ptrdiff_t)idx[2] + 1],
+                         acc[2 * (ptrdiff_t)idx[1] + 1], acc[2 * (ptrdiff_t)idx[0] + 1]);
+}
+
+/* sqrt(root^2 + g^2) lane by lane: a root of the sum of squared gradients
+ * after the gradient g, as the scalar loops compute it. */
+__attribute__((target("avx")))
+static inline __m256d grown_roots_avx(__m256d root, __m256d g)
+{
+    return _mm256_sqrt_pd(_mm256_add_pd(_mm256_mul_pd(root, root), _mm256_mul_pd(g, g)));
+}
+
 /* p + v[0] + v[1] + v[2] + v[3], added one lane at a time in that order
  * (the order of the scalar loops, so that the sums are bit-identical). */
 __attribute__((target("avx")))
@@ -393,8 +410,7 @@ static inline void root_update_avx(double *acc, const int32_t *idx, const double
         }
         __m256d gv = _mm256_set_pd(g[3], g[2], g[1], g[0]);
         __m256d root = _mm256_set_pd(a[3][1], a[2][1], a[1][1], a[0][1]);
-        __m256d fresh = _mm256_sqrt_pd(
-            _mm256_add_pd(_mm256_mul_pd(root, root), _mm256_mul_pd(gv, gv)));
+        __m256d fresh = grown_roots_avx(root, gv);
         __m256d idle = _mm256_cmp_pd(_mm256_loadu_pd(x + k), zero, _CMP_EQ_OQ);
         _mm256_storeu_pd(r, _mm256_blendv_pd(fresh, root, idle));
         for (m = 0; m < 4; m++)
@@ -464,9 +480,7 @@ static inline void class_sums_step_avx(double *acc, ptrdiff_t n_classes, double 
         load_class_pairs_avx(acc + 2 * k, &u, &root);
         __m256d idle = _mm256_cmp_pd(g, zero, _CMP_EQ_OQ);
         u = _mm256_blendv_pd(_mm256_add_pd(u, g), u, idle);
-        root = _mm256_blendv_pd(
-            _mm256_sqrt_pd(_mm256_add_pd(_mm256_mul_pd(root, root), _mm256_mul_pd(g, g))),
-            root, idle);
+        root = _mm256_blendv_pd(grown_roots_avx(root, g), root, idle);
         __m256d even = _mm256_unpacklo_pd(u, root);  /* u0 r0 u2 r2 */
         __m256d odd = _mm256_unpackhi_pd(u, root);   /* u1 r1 u3 r3 */
         _mm256_storeu_pd(acc + 2 * k, _mm256_permute2f128_pd(even, odd, 0x20));
@@ -499,12 +513,9 @@ static inline ptrdiff_t ftrl_step_avx(double *acc, const int32_t *idx, const dou
     double fresh_root[4], z_step[4];
     ptrdiff_t k = 0, m;
     for (; k + 3 < nnz; k += 4) {
-        const ptrdiff_t j0 = idx[k], j1 = idx[k + 1], j2 = idx[k + 2], j3 = idx[k + 3];
         __m256d g = _mm256_mul_pd(d4, _mm256_loadu_pd(x + k));
-        __m256d root = _mm256_set_pd(acc[2 * j3 + 1], acc[2 * j2 + 1], acc[2 * j1 + 1],
-                                     acc[2 * j0 + 1]);
-        __m256d fresh = _mm256_sqrt_pd(
-            _mm256_add_pd(_mm256_mul_pd(root, root), _mm256_mul_pd(g, g)));
+        __m256d root = gather_roots_avx(acc, idx + k);
+        __m256d fresh = grown_roots_avx(root, g);
         __m256d sigma = _mm256_div_pd(_mm256_sub_pd(fresh, root), eta4);
         _mm256_storeu_pd(z_step, _mm256_sub_pd(g, _mm256_mul_pd(sigma,
                                                                 _mm256_loadu_pd(row_w + k))));
@@ -665,9 +676,9 @@ static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const dou
  * x[k] != 0, j = idx[k] (distinct within a row) and g = d x[k]:
  * acc[2j] += g, root = acc[2j + 1] = sqrt(root^2 + g^2), H = delta + root
  * and, if H > 0, w[j] = md_prox(w[j] - eta g / H, H) and last[j] = t (the
- * plain step without a penalty, and no step kept).  The square roots and divisions in
- * four lanes, the same operations in the same order as the scalar loop, so
- * the same bits.  Returns how many entries it did (nnz rounded down to a
+ * plain step without a penalty, and no step kept).  The square roots and
+ * divisions in four lanes, the same operations in the same order as the
+ * scalar loop, so the same bits.  Returns how many entries it did (nnz rounded down to a
  * multiple of four): the caller does the rest. */
 __attribute__((target("avx")))
 static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const int32_t *idx,
@@ -682,12 +693,9 @@ static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const
     double fresh_root[4], fresh_w[4];
     ptrdiff_t k = 0, m;
     for (; k + 3 < nnz; k += 4) {
-        const ptrdiff_t j0 = idx[k], j1 = idx[k + 1], j2 = idx[k + 2], j3 = idx[k + 3];
         __m256d g = _mm256_mul_pd(d4, _mm256_loadu_pd(x + k));
-        __m256d root = _mm256_set_pd(acc[2 * j3 + 1], acc[2 * j2 + 1], acc[2 * j1 + 1],
-                                     acc[2 * j0 + 1]);
-        __m256d wk = _mm256_set_pd(w[j3], w[j2], w[j1], w[j0]);
-        root = _mm256_sqrt_pd(_mm256_add_pd(_mm256_mul_pd(root, root), _mm256_mul_pd(g, g)));
+        __m256d wk = _mm256_set_pd(w[idx[k + 3]], w[idx[k + 2]], w[idx[k + 1]], w[idx[k]]);
+        __m256d root = grown_roots_avx(gather_roots_avx(acc, idx + k), g);
         __m256d H = _mm256_add_pd(_mm256_set1_pd(delta), root);
         __m256d z = _mm256_sub_pd(wk, _mm256_div_pd(_mm256_mul_pd(eta4, g), H));
         if (penalised) {

@@ -887,17 +887,15 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
                     axis=-1)
                 if rule["update"] == "mirror_descent":
                     self._start_mirror_descent(coef)
-            elif (rule["update"] == "mirror_descent") != ("md_weights_" in state):
-                if rule["update"] == "mirror_descent":
-                    self._start_mirror_descent(self._computed_coef())  # the old rule's
-                else:
-                    del state["md_weights_"], state["md_steps_"]
-            elif rule["update"] == "mirror_descent" and rule != self._rule:
-                # The idle steps so far were taken under the old options:
-                # every weight is caught up to t_ under them before the new
-                # ones apply to the steps to come (as the multinomial state
-                # is above).  Without a penalty the steps are not kept at all.
-                self._start_mirror_descent(self._computed_coef())
+            elif rule["update"] == "mirror_descent":
+                # From another rule, or with other options: the weights of
+                # step t_ under the old options (the idle steps so far were
+                # taken under them; the multinomial state does the same
+                # above).  Without a penalty the steps are not kept at all.
+                if "md_weights_" not in state or rule != self._rule:
+                    self._start_mirror_descent(self._computed_coef())
+            elif "md_weights_" in state:
+                del state["md_weights_"], state["md_steps_"]
             self._rule = rule  # this call's weights follow the current options
         elif "accumulators_" in state:
             coef = np.array(self._computed_coef())
