@@ -57,11 +57,11 @@ cdef extern from "_simd.h" nogil:
                                       double delta, double l1_shift, double l2_shift)
     double ftrl_row_weights_avx(const double* acc, const int32_t* idx, const double* x,
                                 Py_ssize_t nnz, double* row_w, double eta, double delta,
-                                double l1_shift, double l2_shift)
+                                double l1_shift, double eta_l2_shift)
     Py_ssize_t md_idle_row_avx(double* w, const double* root, const double* idle,
                                Py_ssize_t nnz, double eta, double delta, double l1, double l2)
     Py_ssize_t ftrl_step_avx(double* acc, const int32_t* idx, const double* x,
-                             const double* row_w, Py_ssize_t nnz, double d, double eta)
+                             const double* row_w, Py_ssize_t nnz, double d, double inv_eta)
     Py_ssize_t md_step_avx(double* acc, double* w, int64_t* last, const int32_t* idx,
                            const double* x, Py_ssize_t nnz, double d, int64_t t, double eta,
                            double delta, double l1, double l2, bint penalised)
@@ -493,7 +493,7 @@ cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t
     if floating is double and index_t is int32_t:
         if HAVE_AVX:  # four weights at a time, no branch per entry, same results
             return ftrl_row_weights_avx(acc, idx, x, nnz, row_w, h.eta, h.delta, h.l1 * t,
-                                        h.l2 * t)
+                                        h.eta * h.l2 * t)
     for k in range(nnz):
         if x[k] == 0.0:
             continue
@@ -510,7 +510,7 @@ cdef inline void ftrl_update(const floating* x, const index_t* idx, Py_ssize_t n
     cdef double g, root, new_root
     if floating is double and index_t is int32_t:
         if HAVE_AVX:  # four square roots and divisions at a time, same results
-            k = ftrl_step_avx(acc, idx, x, row_w, nnz, d, h.eta)
+            k = ftrl_step_avx(acc, idx, x, row_w, nnz, d, h.inv_eta)
     for k in range(k, nnz):
         if x[k] == 0.0:
             continue

@@ -37,6 +37,7 @@ cdef enum:
 cdef struct Hyper:
     int update
     double eta
+    double inv_eta  # 1 / eta: FTRL-Proximal's sigma multiplies by it (no division a weight)
     double delta
     double l1
     double l2
@@ -65,6 +66,7 @@ cdef inline Hyper make_hyper(str update, double eta, double delta, double l1, do
     cdef Hyper h
     h.update = update_code(update)
     h.eta, h.delta, h.l1, h.l2, h.adaptive = eta, delta, l1, l2, adaptive
+    h.inv_eta = 1.0 / eta
     return h
 
 
@@ -116,18 +118,21 @@ cdef inline double ftrl_weight(double z, double root, double t, Hyper h) noexcep
 
     The penalty of every step so far counts once (``t * alpha * penalty``,
     the average-loss strength ``alpha`` of the other updates), as in
-    McMahan's (2011) composite-objective FTRL-Proximal."""
+    McMahan's (2011) composite-objective FTRL-Proximal.  Written with one
+    division, ``-eta (z - sign(z) l1 t) / (H + eta l2 t)``, the paper's
+    ``-(z - sign(z) l1 t) / (H / eta + l2 t)`` times eta / eta: the pass
+    computes one of these a non-zero."""
     cdef double threshold = h.l1 * t
     if fabs(z) <= threshold:
         return 0.0
-    return -(z - copysign(threshold, z)) / ((h.delta + root) / h.eta + h.l2 * t)
+    return -(h.eta * (z - copysign(threshold, z))) / (h.delta + root + h.eta * h.l2 * t)
 
 
 cdef inline double ftrl_z_step(double g, double root, double new_root, double w,
                                Hyper h) noexcept nogil:
     """Change of McMahan's z for the gradient g: g - sigma w with
     sigma = (new_root - root) / eta, new_root = sqrt(root^2 + g^2)."""
-    return g - (new_root - root) / h.eta * w
+    return g - (new_root - root) * h.inv_eta * w
 
 
 cdef inline double md_prox(double z, double H, Hyper h) noexcept nogil:

@@ -305,21 +305,21 @@ static inline double quotient_sum_avx(const double *acc, const int32_t *idx, con
 
 /* FTRL-Proximal's margin: row_w[k] = w_j (stored for the update) and the
  * sum over k of w_j x[k], j = idx[k], where w_j = 0 if |z_j| <= l1_shift
- * and -(z_j - copysign(l1_shift, z_j)) / ((delta + root_j) / eta +
- * l2_shift) otherwise; (z_j, root_j) = (acc[2j], acc[2j + 1]).  The
+ * and -(eta (z_j - copysign(l1_shift, z_j))) / (delta + root_j +
+ * eta_l2_shift) otherwise; (z_j, root_j) = (acc[2j], acc[2j + 1]).  The
  * operations and their order are ftrl_weight's, so the weights and the sum
  * are bit-identical to the scalar loop's (a zero weight adds nothing). */
 __attribute__((target("avx")))
 static inline double ftrl_row_weights_avx(const double *acc, const int32_t *idx,
                                           const double *x, ptrdiff_t nnz, double *row_w,
                                           double eta, double delta, double l1_shift,
-                                          double l2_shift)
+                                          double eta_l2_shift)
 {
     const __m256d sign = _mm256_set1_pd(-0.0);
     const __m256d eta4 = _mm256_set1_pd(eta);
     const __m256d delta4 = _mm256_set1_pd(delta);
     const __m256d l1_4 = _mm256_set1_pd(l1_shift);
-    const __m256d l2_4 = _mm256_set1_pd(l2_shift);
+    const __m256d l2_4 = _mm256_set1_pd(eta_l2_shift);
     __m256d z, root;
     double p = 0.0;
     ptrdiff_t k = 0;
@@ -327,8 +327,9 @@ static inline double ftrl_row_weights_avx(const double *acc, const int32_t *idx,
         gather_pairs_avx(acc, idx + k, &z, &root);
         __m256d kept = _mm256_cmp_pd(_mm256_andnot_pd(sign, z), l1_4, _CMP_GT_OQ);
         /* copysign(l1_shift, z), l1_shift >= 0 */
-        __m256d num = _mm256_sub_pd(z, _mm256_or_pd(l1_4, _mm256_and_pd(sign, z)));
-        __m256d den = _mm256_add_pd(_mm256_div_pd(_mm256_add_pd(delta4, root), eta4), l2_4);
+        __m256d num = _mm256_mul_pd(eta4, _mm256_sub_pd(z, _mm256_or_pd(l1_4,
+                                                                        _mm256_and_pd(sign, z))));
+        __m256d den = _mm256_add_pd(_mm256_add_pd(delta4, root), l2_4);
         __m256d w = _mm256_and_pd(_mm256_xor_pd(_mm256_div_pd(num, den), sign), kept);
         _mm256_storeu_pd(row_w + k, w);
         p = add_lanes_in_order(p, _mm256_mul_pd(w, _mm256_loadu_pd(x + k)));
@@ -336,7 +337,7 @@ static inline double ftrl_row_weights_avx(const double *acc, const int32_t *idx,
     for (; k < nnz; k++) {
         const double *a = acc + 2 * (ptrdiff_t)idx[k];
         row_w[k] = fabs(a[0]) <= l1_shift ? 0.0
-            : -(a[0] - copysign(l1_shift, a[0])) / ((delta + a[1]) / eta + l2_shift);
+            : -(eta * (a[0] - copysign(l1_shift, a[0]))) / (delta + a[1] + eta_l2_shift);
         p += row_w[k] * x[k];
     }
     return p;
@@ -506,17 +507,17 @@ static inline void class_sums_step_avx(double *acc, ptrdiff_t n_classes, double 
 __attribute__((target("avx")))
 static inline ptrdiff_t ftrl_step_avx(double *acc, const int32_t *idx, const double *x,
                                       const double *row_w, ptrdiff_t nnz, double d,
-                                      double eta)
+                                      double inv_eta)
 {
     const __m256d d4 = _mm256_set1_pd(d);
-    const __m256d eta4 = _mm256_set1_pd(eta);
+    const __m256d inv_eta4 = _mm256_set1_pd(inv_eta);
     double fresh_root[4], z_step[4];
     ptrdiff_t k = 0, m;
     for (; k + 3 < nnz; k += 4) {
         __m256d g = _mm256_mul_pd(d4, _mm256_loadu_pd(x + k));
         __m256d root = gather_roots_avx(acc, idx + k);
         __m256d fresh = grown_roots_avx(root, g);
-        __m256d sigma = _mm256_div_pd(_mm256_sub_pd(fresh, root), eta4);
+        __m256d sigma = _mm256_mul_pd(_mm256_sub_pd(fresh, root), inv_eta4);
         _mm256_storeu_pd(z_step, _mm256_sub_pd(g, _mm256_mul_pd(sigma,
                                                                 _mm256_loadu_pd(row_w + k))));
         _mm256_storeu_pd(fresh_root, fresh);
@@ -733,9 +734,9 @@ static inline int avx_available(void) { return 0; }
 
 static inline ptrdiff_t ftrl_step_avx(double *acc, const int32_t *idx, const double *x,
                                       const double *row_w, ptrdiff_t nnz, double d,
-                                      double eta)
+                                      double inv_eta)
 {
-    (void)acc; (void)idx; (void)x; (void)row_w; (void)nnz; (void)d; (void)eta;
+    (void)acc; (void)idx; (void)x; (void)row_w; (void)nnz; (void)d; (void)inv_eta;
     return 0;  /* never called: avx_available() is 0 */
 }
 
@@ -796,10 +797,10 @@ static inline double threshold_quotient_sum_avx(const double *acc, const int32_t
 static inline double ftrl_row_weights_avx(const double *acc, const int32_t *idx,
                                           const double *x, ptrdiff_t nnz, double *row_w,
                                           double eta, double delta, double l1_shift,
-                                          double l2_shift)
+                                          double eta_l2_shift)
 {
     (void)acc; (void)idx; (void)x; (void)nnz; (void)row_w; (void)eta; (void)delta;
-    (void)l1_shift; (void)l2_shift;
+    (void)l1_shift; (void)eta_l2_shift;
     return 0.0;  /* never called: avx_available() is 0 */
 }
 #endif
