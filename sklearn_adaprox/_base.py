@@ -59,6 +59,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ._dataset import (
     as_row_arrays,
     check_sparse_structure,
+    columns_finite,
     csr_scores,
     first_nonfinite,
     shuffled_order,
@@ -455,16 +456,25 @@ class BaseOnlineLinearModel(BaseEstimator):
         self._check_state_fits_in_memory()
         if not first_call:
             self._copy_fitted_state(X)
-        elif (X is not None and sp.issparse(X) and X.nnz < X.shape[1]
-              and self._in_place_arrays()):
+        elif (X is not None and sp.issparse(X) and self._in_place_arrays()
+              and X.nnz < self._in_place_size()):
             # A fresh state changes only in the columns of X's non-zeros
-            # (see _in_place_arrays): with fewer non-zeros than columns
-            # (hashed text), the per-pass checks of the arrays updated in
-            # place read those columns, not the whole width.  With more,
-            # listing them costs more than a one-pass fit's checks.
-            self._touched_columns = touched_columns(X.indices, X.shape[1])
+            # (see _in_place_arrays): with fewer non-zeros than values in
+            # the arrays updated in place (hashed text; a model of many
+            # classes), the per-pass checks of those arrays read the
+            # columns of X, not the whole width, when they are at most half
+            # of it (see _check_finite_state).  With more non-zeros, listing
+            # them costs more than a one-pass fit's checks.
+            columns = touched_columns(X.indices, X.shape[1])
+            if 2 * columns.shape[0] <= X.shape[1]:
+                self._touched_columns = columns
         if not partial:
             self.loss_curve_ = []
+
+    def _in_place_size(self):
+        """The number of values in the arrays updated in place."""
+        return sum(self.__dict__[name].size for name in self._in_place_arrays()
+                   if name in self.__dict__)
 
     def _check_state_fits_in_memory(self):
         """MemoryError if the fitted arrays, twice over (this call's copy or
@@ -547,9 +557,14 @@ class BaseOnlineLinearModel(BaseEstimator):
             names = [name for name in _fitted_names(type(self), tuple(state))
                      if isinstance(state[name], np.ndarray)
                      and state[name].dtype == np.float64 and name not in checked]
-            bad = first_nonfinite([take_columns(state[name], columns) if name in in_place
-                                   else state[name] for name in names])
-            name = names[bad] if bad >= 0 else None
+            # the columns of the arrays updated in place are read where they
+            # are; the rest in one call (its cost per array is smaller)
+            whole = [name for name in names if name not in in_place]
+            bad = first_nonfinite([state[name] for name in whole])
+            bad_names = {whole[bad]} if bad >= 0 else set()
+            bad_names.update(name for name in names if name in in_place and not columns_finite(
+                state[name], columns, 0 if state[name].ndim == 1 else 1))
+            name = next((name for name in names if name in bad_names), None)
         if name is not None:
             raise ValueError(
                 f"Floating-point overflow in {when}: {name} holds non-finite "

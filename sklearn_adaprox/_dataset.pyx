@@ -166,6 +166,39 @@ def first_nonfinite(list arrays):
     return -1
 
 
+def columns_finite(cnp.ndarray array, const int64_t[::1] columns, Py_ssize_t axis):
+    """Whether ``np.take(array, columns, axis)`` holds no NaN or infinity,
+    read in place: the feature columns of a fitted array.  The per-pass check of a wide model's state updated in
+    place looks at the columns of X only; copying them out first
+    (``np.take``) cost as much as reading the whole state of a multinomial
+    model.  Arrays other than contiguous float64 are checked through NumPy."""
+    cdef Py_ssize_t n_features, outer = 1, inner = 1, o, c, d
+    cdef const double* data
+    cdef bint finite = True
+    if not 0 <= axis < array.ndim:
+        raise ValueError(f"axis {axis} is out of range for an array of {array.ndim} dimensions.")
+    n_features = array.shape[axis]
+    if columns.shape[0] and not (0 <= np.min(columns) and np.max(columns) < n_features):
+        raise ValueError(f"columns must lie in [0, {n_features}).")
+    if not (cnp.PyArray_ISCARRAY_RO(array) and cnp.PyArray_ISNOTSWAPPED(array)
+            and cnp.PyArray_TYPE(array) == cnp.NPY_DOUBLE):
+        return bool(_numpy_all_finite(np.take(array, columns, axis=axis)))
+    for d in range(axis):
+        outer *= array.shape[d]
+    for d in range(axis + 1, array.ndim):
+        inner *= array.shape[d]
+    data = <const double*> cnp.PyArray_DATA(array)
+    with nogil:  # a one-vs-rest problem checks its state in its own thread
+        for o in range(outer):
+            for c in range(columns.shape[0]):
+                if not finite_run(data + (o * n_features + columns[c]) * inner, inner):
+                    finite = False
+                    break
+            if not finite:
+                break
+    return finite
+
+
 def sorted_distinct(values):
     """The sorted distinct values of an integer array, as int64: one sort
     and one comparison with the neighbour.  (``np.unique`` hashes integers

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_adaprox._dataset import (as_row_arrays, csr_has_duplicates, csr_scores,
+from sklearn_adaprox._dataset import (as_row_arrays, columns_finite, csr_has_duplicates,
+                                       csr_scores,
                                       shuffled_order, touched_columns)
 
 
@@ -106,3 +107,36 @@ def test_csr_scores_are_scipys_product_bit_for_bit(dtype, index_dtype, n_outputs
     got = csr_scores(X.data, np.searchsorted(columns, X.indices), X.indptr,
                      np.ascontiguousarray(W[:, columns]))
     np.testing.assert_array_equal(got, X @ W.T)
+
+
+@pytest.mark.parametrize("shape, axis", [((50,), 0), ((3, 50), 1), ((50, 2), 0),
+                                         ((2, 50, 5), 1)])
+def test_columns_finite_reads_the_listed_columns_in_place(shape, axis):
+    # the per-pass check of a wide model's state reads X's columns where
+    # they are: the same answer as a copy of them through np.take
+    rng = np.random.RandomState(0)
+    columns = np.array([0, 7, 8, 31, 49], dtype=np.int64)
+    unlisted = 20
+    for bad in (np.nan, np.inf, -np.inf):
+        for where in (*columns, unlisted):
+            array = rng.standard_normal(shape)
+            index = [n - 1 for n in shape]  # the last entry of column ``where``
+            index[axis] = where
+            array[tuple(index)] = bad
+            expected = bool(np.isfinite(np.take(array, columns, axis=axis)).all())
+            assert expected == (where == unlisted)
+            assert columns_finite(array, columns, axis) is expected
+            # other layouts go through NumPy, with the same answer
+            assert columns_finite(array.astype(np.float32), columns, axis) is expected
+            assert columns_finite(np.asfortranarray(array), columns, axis) is expected
+    assert columns_finite(np.full(shape, np.nan), np.array([], dtype=np.int64), axis)
+
+
+def test_columns_finite_refuses_columns_and_axes_out_of_range():
+    array = np.zeros((3, 10))
+    with pytest.raises(ValueError, match=r"columns must lie in \[0, 10\)"):
+        columns_finite(array, np.array([2, 10], dtype=np.int64), 1)
+    with pytest.raises(ValueError, match=r"columns must lie in \[0, 10\)"):
+        columns_finite(array, np.array([-1, 2], dtype=np.int64), 1)
+    with pytest.raises(ValueError, match="axis 2 is out of range"):
+        columns_finite(array, np.array([0], dtype=np.int64), 2)

@@ -8,6 +8,7 @@ import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 
 from sklearn_adaprox import (
     AdaGradClassifier,
@@ -236,6 +237,37 @@ def test_a_failing_pass_restores_the_state(est, monkeypatch):
             call()
         model.set_params(warm_start=False)
         assert pickle.dumps(model) == before
+
+
+@pytest.mark.parametrize("est", [AdaGradClassifier(multi_class="multinomial", random_state=0),
+                                 ImplicitFTRLClassifier(random_state=0)], ids=repr)
+def test_a_wide_fresh_fit_checks_the_columns_of_X(est, monkeypatch):
+    """A fresh fit on sparse X with fewer non-zeros than state values, in
+    at most half of the columns, checks after each pass only the columns
+    of X of the arrays it updates in place (nothing else can change), read
+    where they are: a non-finite entry in one of them fails the fit, naming
+    the array, and leaves the model unfitted."""
+    rng = np.random.RandomState(0)
+    X = sp.random(40, 4096, density=0.002, random_state=rng, format="csr")
+    y = rng.randint(0, 3, 40)
+    columns = np.unique(X.indices)
+    assert 2 * columns.shape[0] <= X.shape[1]
+    original = type(est)._run_epoch
+
+    def poisoned(self, k, *args):
+        result = original(self, k, *args)
+        name = [n for n in self._in_place_arrays() if n in self.__dict__
+                and self.__dict__[n].dtype.kind == "f"][0]
+        self.__dict__[name][0, columns[-1], ...] = np.nan
+        return result
+
+    monkeypatch.setattr(type(est), "_run_epoch", poisoned)
+    model = clone(est)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="Floating-point overflow in epoch 1: "
+                       r"(class_accumulators_|scaled_coef_) holds"):
+        model.fit(X, y)
+    assert pickle.dumps(model) == before
 
 
 def test_a_memory_error_after_validation_leaves_the_model(monkeypatch):
