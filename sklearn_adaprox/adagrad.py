@@ -20,7 +20,7 @@ from ._adagrad_coupled_fast import CoupledProblem
 from ._adagrad_fast import AdaGradProblem
 from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
 from ._adagrad_multinomial_fast import MultinomialProblem
-from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier
+from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier, columns_are_worth_reading
 from ._dataset import columns_finite, first_nonfinite
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 from ._short_calls import AdaGradPath, short_partial_fit, short_scores
@@ -982,15 +982,12 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             names = [name for name in self._kernel_checked_arrays() if name in self.__dict__]
             columns = self.__dict__.get("_touched_columns")
             arrays = [self.__dict__[name][k] for name in names]
-            # a column of a problem is 8 or 16 bytes: read where it is, it
-            # costs a cache miss (about 12 ns on 20 newsgroups, 2**20
-            # columns), and a streaming read of the whole array (0.8 ns a
-            # column) is quicker once the columns are a sixteenth of it
-            if isinstance(columns, np.ndarray) and 16 * columns.shape[0] < self.n_features_in_:
-                finite = [columns_finite(array, columns, 0) for array in arrays]
-                nonfinite = finite.index(False) if False in finite else -1
-            else:
-                nonfinite = first_nonfinite(arrays)
+            if not isinstance(columns, np.ndarray):
+                columns = None
+            finite = [columns_finite(array, columns, 0)
+                      if columns_are_worth_reading(array, columns, 0)
+                      else first_nonfinite([array]) < 0 for array in arrays]
+            nonfinite = finite.index(False) if False in finite else -1
             if nonfinite >= 0:
                 self._kernel_nonfinite = names[nonfinite]
         return result

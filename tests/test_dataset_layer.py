@@ -140,3 +140,23 @@ def test_columns_finite_refuses_columns_and_axes_out_of_range():
         columns_finite(array, np.array([-1, 2], dtype=np.int64), 1)
     with pytest.raises(ValueError, match="axis 2 is out of range"):
         columns_finite(array, np.array([0], dtype=np.int64), 2)
+
+
+def test_columns_are_read_in_place_only_where_that_reads_less():
+    # the per-pass check reads X's columns where they are when their cache
+    # lines are at most a quarter of the array's, else streams the whole
+    from sklearn_adaprox._base import columns_are_worth_reading
+
+    width = 2**20
+    few = np.arange(0, width, 64, dtype=np.int64)  # 1/64 of the columns
+    many = np.arange(0, width, 8, dtype=np.int64)  # 1/8, as 20 newsgroups' unigrams
+    multinomial = np.empty((1, width, 40))  # 320 bytes a column: five lines
+    pairs = np.empty((width, 2))  # a one-vs-rest problem's (u, root)
+    weights = np.empty((20, width))  # 8 bytes a column
+    assert columns_are_worth_reading(multinomial, many)
+    assert not columns_are_worth_reading(multinomial, np.arange(0, width, 3, dtype=np.int64))
+    assert not columns_are_worth_reading(pairs, many, 0)
+    assert columns_are_worth_reading(pairs, few, 0)
+    assert not columns_are_worth_reading(weights, many)
+    assert columns_are_worth_reading(weights, np.arange(0, width, 512, dtype=np.int64))
+    assert not columns_are_worth_reading(multinomial, None)
