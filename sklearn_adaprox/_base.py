@@ -485,10 +485,11 @@ class BaseOnlineLinearModel(BaseEstimator):
             # A fresh state changes only in the columns of X's non-zeros
             # (see _in_place_arrays): with fewer non-zeros than values in
             # the arrays updated in place (hashed text; a model of many
-            # classes), the per-pass checks of those arrays read the
-            # columns of X, not the whole width, when they are at most half
-            # of it (see _check_finite_state).  With more non-zeros, listing
-            # them costs more than a one-pass fit's checks.
+            # classes), the per-pass checks of those arrays may read the
+            # columns of X rather than the whole width (see
+            # columns_are_worth_reading; never when they are more than half
+            # of it).  With more non-zeros, listing them costs more than a
+            # one-pass fit's checks.
             columns = touched_columns(X.indices, X.shape[1])
             if 2 * columns.shape[0] <= X.shape[1]:
                 self._touched_columns = columns
@@ -565,7 +566,9 @@ class BaseOnlineLinearModel(BaseEstimator):
         """ValueError if a fitted float array holds NaN or infinity after
         ``when`` (e.g. "epoch 3"); the transaction then restores the state.
         Of the arrays updated in place, only the columns this call could
-        change are looked at; those the kernel checks itself
+        change are looked at, where they are, when that is quicker than a
+        read of the whole array (``columns_are_worth_reading``); those the
+        kernel checks itself
         (``_kernel_checked_arrays``) are not read, and its finding is in
         ``_kernel_nonfinite``."""
         columns = self.__dict__.get("_touched_columns")

@@ -168,10 +168,10 @@ def first_nonfinite(list arrays):
 
 def columns_finite(cnp.ndarray array, const int64_t[::1] columns, Py_ssize_t axis):
     """Whether ``np.take(array, columns, axis)`` holds no NaN or infinity,
-    read in place: the feature columns of a fitted array.  The per-pass check of a wide model's state updated in
-    place looks at the columns of X only; copying them out first
-    (``np.take``) cost as much as reading the whole state of a multinomial
-    model.  Arrays other than contiguous float64 are checked through NumPy."""
+    read in place: the per-pass check of the feature columns of X in a wide
+    model's state, which copying them out first (``np.take``) made as slow
+    as a read of the whole state.  Arrays other than contiguous float64 are
+    checked through NumPy."""
     cdef Py_ssize_t n_features, outer = 1, inner = 1, o, c, d
     cdef const double* data
     cdef bint finite = True

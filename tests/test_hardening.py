@@ -243,10 +243,11 @@ def test_a_failing_pass_restores_the_state(est, monkeypatch):
                                  ImplicitFTRLClassifier(random_state=0)], ids=repr)
 def test_a_wide_fresh_fit_checks_the_columns_of_X(est, monkeypatch):
     """A fresh fit on sparse X with fewer non-zeros than state values, in
-    at most half of the columns, checks after each pass only the columns
+    at most half of the columns, may check after each pass only the columns
     of X of the arrays it updates in place (nothing else can change), read
-    where they are: a non-finite entry in one of them fails the fit, naming
-    the array, and leaves the model unfitted."""
+    where they are (the multinomial state's 48-byte columns here; implicit
+    FTRL's 8-byte ones are read whole): a non-finite entry in one of them
+    fails the fit, naming the array, and leaves the model unfitted."""
     rng = np.random.RandomState(0)
     X = sp.random(40, 4096, density=0.002, random_state=rng, format="csr")
     y = rng.randint(0, 3, 40)
