@@ -134,6 +134,21 @@ def columns_are_worth_reading(array, columns, axis=None):
     return 4 * lines * 64 <= array.nbytes
 
 
+def first_nonfinite_in_columns(arrays, columns, axes):
+    """Position in ``arrays`` of the first one holding NaN or infinity in
+    its feature columns ``columns[i]`` (an index array, or None for all of
+    it; the features on axis ``axes[i]``), -1 if none.  The columns are
+    read where they are when ``columns_are_worth_reading``; the other
+    arrays are read whole, in one ``first_nonfinite`` call."""
+    in_place = [i for i, array in enumerate(arrays)
+                if columns_are_worth_reading(array, columns[i], axes[i])]
+    whole = [i for i in range(len(arrays)) if i not in in_place]
+    bad = first_nonfinite([arrays[i] for i in whole])
+    bad_positions = [whole[bad]] if bad >= 0 else []
+    bad_positions += [i for i in in_place if not columns_finite(arrays[i], columns[i], axes[i])]
+    return min(bad_positions, default=-1)
+
+
 def take_columns(array, columns):
     """``array[feature_columns(array, columns)]`` (a copy), for an index
     array of columns: ``np.take`` copies a column's entries as one block,
@@ -581,17 +596,12 @@ class BaseOnlineLinearModel(BaseEstimator):
             names = [name for name in _fitted_names(type(self), tuple(state))
                      if isinstance(state[name], np.ndarray)
                      and state[name].dtype == np.float64 and name not in checked]
-            # the columns of an array updated in place are read where they
-            # are when that is quicker; the rest in one call (its cost per
-            # array is smaller)
-            in_place = [name for name in self._in_place_arrays() if name in names
-                        and columns_are_worth_reading(state[name], columns)]
-            whole = [name for name in names if name not in in_place]
-            bad = first_nonfinite([state[name] for name in whole])
-            bad_names = {whole[bad]} if bad >= 0 else set()
-            bad_names.update(name for name in in_place if not columns_finite(
-                state[name], columns, feature_axis(state[name])))
-            name = next((name for name in names if name in bad_names), None)
+            in_place = self._in_place_arrays()
+            bad = first_nonfinite_in_columns(
+                [state[name] for name in names],
+                [columns if name in in_place else None for name in names],
+                [feature_axis(state[name]) for name in names])
+            name = names[bad] if bad >= 0 else None
         if name is not None:
             raise ValueError(
                 f"Floating-point overflow in {when}: {name} holds non-finite "

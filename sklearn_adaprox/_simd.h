@@ -679,8 +679,8 @@ static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const dou
  * and, if H > 0, w[j] = md_prox(w[j] - eta g / H, H) and last[j] = t (the
  * plain step without a penalty, and no step kept).  The square roots and
  * divisions in four lanes, the same operations in the same order as the
- * scalar loop, so the same bits.  Returns how many entries it did (nnz rounded down to a
- * multiple of four): the caller does the rest. */
+ * scalar loop, so the same bits.  Returns how many entries it did (nnz
+ * rounded down to a multiple of four): the caller does the rest. */
 __attribute__((target("avx")))
 static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const int32_t *idx,
                                     const double *x, ptrdiff_t nnz, double d, int64_t t,

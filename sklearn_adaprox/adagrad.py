@@ -20,8 +20,7 @@ from ._adagrad_coupled_fast import CoupledProblem
 from ._adagrad_fast import AdaGradProblem
 from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
 from ._adagrad_multinomial_fast import MultinomialProblem
-from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier, columns_are_worth_reading
-from ._dataset import columns_finite, first_nonfinite
+from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier, first_nonfinite_in_columns
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 from ._short_calls import AdaGradPath, short_partial_fit, short_scores
 
@@ -984,10 +983,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             arrays = [self.__dict__[name][k] for name in names]
             if not isinstance(columns, np.ndarray):
                 columns = None
-            finite = [columns_finite(array, columns, 0)
-                      if columns_are_worth_reading(array, columns, 0)
-                      else first_nonfinite([array]) < 0 for array in arrays]
-            nonfinite = finite.index(False) if False in finite else -1
+            # a problem's slices have their features on axis 0
+            nonfinite = first_nonfinite_in_columns(arrays, [columns] * len(arrays),
+                                                   [0] * len(arrays))
             if nonfinite >= 0:
                 self._kernel_nonfinite = names[nonfinite]
         return result
