@@ -13,6 +13,10 @@ cdef class Loss:
     cdef double dloss(self, double y, double p) noexcept nogil
     # second derivative d2l/dp2 where it exists (0 on the flat and linear pieces)
     cdef double ddloss(self, double y, double p) noexcept nogil
+    # dloss and ddloss at one point into d[0] and dd[0] (the Newton solve
+    # of solve_prox reads both at each of its points)
+    cdef void derivatives(self, double y, double p, double* d,
+                          double* dd) noexcept nogil
     # Implicit (proximal) step along the feature direction: the scalar c with
     #     x* = w + c * s = argmin_x  step * l(y, <x, s>) + 0.5 * ||x - w||^2,
     # given p = <w, s> (plus any fixed offset such as the intercept) and

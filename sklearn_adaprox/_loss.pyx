@@ -83,6 +83,11 @@ cdef class Loss:
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 0.0
 
+    cdef void derivatives(self, double y, double p, double* d,
+                          double* dd) noexcept nogil:
+        d[0] = self.dloss(y, p)
+        dd[0] = self.ddloss(y, p)
+
     cdef double prox_step(self, double y, double p, double sq_norm,
                           double step) noexcept nogil:
         """The degenerate cases of every loss, then ``solve_prox``."""
@@ -109,10 +114,11 @@ cdef class Loss:
         (see _split), so it shrinks geometrically and the loop ends at
         round-off.
         """
-        cdef double c0, lo, hi, c, c_new, f, df, move, prev_move
+        cdef double c0, lo, hi, c, c_new, f, df, move, prev_move, d, dd
         cdef double shrink = 0.5
         cdef int it
-        c0 = -step * self.dloss(y, p)
+        self.derivatives(y, p, &d, &dd)
+        c0 = -step * d
         if c0 == 0.0:
             return 0.0
         lo = fmin(0.0, c0)
@@ -122,7 +128,7 @@ cdef class Loss:
         move = INFINITY              # no step-size limit on the first steps
         prev_move = INFINITY
         for it in range(PROX_MAX_ITER):
-            df = 1.0 + step * sq_norm * self.ddloss(y, p + c * sq_norm)
+            df = 1.0 + step * sq_norm * dd  # dd: ddloss at p + c sq_norm
             c_new = c - f / df
             # One ulp of c moves phi by df ulps: a Newton step of a couple of
             # ulps means phi is at its round-off level.
@@ -140,7 +146,8 @@ cdef class Loss:
             prev_move = move
             move = fabs(c_new - c)
             c = c_new
-            f = c + step * self.dloss(y, p + c * sq_norm)
+            self.derivatives(y, p + c * sq_norm, &d, &dd)
+            f = c + step * d
             if f == 0.0:
                 break
             if f < 0.0:
@@ -291,6 +298,15 @@ cdef class Log(Loss):
         # sigmoid(z) sigmoid(-z) = e / (1 + e)^2 with e = exp(-|z|).
         cdef double e = exp(-fabs(y * p))
         return e / ((1.0 + e) * (1.0 + e))
+
+    cdef void derivatives(self, double y, double p, double* d,
+                          double* dd) noexcept nogil:
+        # dloss and ddloss from their one exponential, exp(-|z|): the same
+        # numbers as the two methods, half the work of the Newton solve
+        cdef double z = y * p
+        cdef double e = exp(-fabs(z))
+        d[0] = -y * e / (1.0 + e) if z > 0.0 else -y / (1.0 + e)
+        dd[0] = e / ((1.0 + e) * (1.0 + e))
 
     # solve_prox: no closed form, the base-class Newton solve is used.
 
