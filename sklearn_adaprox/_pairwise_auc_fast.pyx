@@ -84,7 +84,7 @@ import numpy as np
 
 from cython cimport floating
 from libc.math cimport isfinite, ldexp, sqrt
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 
 cdef extern from "_simd.h" nogil:
     void prefetch_stream(const void* p, size_t nbytes)
@@ -146,8 +146,6 @@ cdef class PairwiseWorkspace:
     cdef int64_t[::1] stamp         # offset of the step a weight is current at
     cdef int64_t[::1] stamped       # the coordinates whose stamp is not 0
     cdef Py_ssize_t n_stamped
-    cdef double[::1] partner_dense  # the partner row, scattered for a step
-    cdef unsigned char[::1] in_row  # 1 for the columns of the current row
     cdef public bint in_use         # a pass is using it
     # Scratch of the per-step and per-row arrays of a pass (see
     # PairwiseAUCProblem.__init__), grown as needed and re-initialised by
@@ -163,8 +161,6 @@ cdef class PairwiseWorkspace:
         self.stamp = np.zeros(n_features, dtype=np.int64)
         self.stamped = np.empty(n_features, dtype=np.int64)
         self.n_stamped = 0
-        self.partner_dense = np.zeros(n_features, dtype=np.float64)
-        self.in_row = np.zeros(n_features, dtype=np.uint8)
         self.in_use = False
         self.float_scratch = np.zeros(0, dtype=np.float64)
         self.int_scratch = np.zeros(0, dtype=np.int64)
@@ -229,12 +225,22 @@ cdef class PairwiseAUCProblem:
     cdef public double pair_weight, ordered_weight
     # the previous sample of the stream, the pair partner of the next step:
     # its entries (copied from the pass's row only when a step reads them,
-    # see run_epoch), and scattered over the features for such a step
+    # see run_epoch)
     cdef public double partner_label, partner_weight
     cdef int64_t[::1] partner_indices
     cdef double[::1] partner_values
     cdef Py_ssize_t partner_nnz
-    cdef double[::1] partner_dense
+    # For a step with a pair, the partner's columns in an open-addressing
+    # table (linear probing, Fibonacci hashing) of (column, position in the
+    # partner) pairs, -1 for an empty slot, at most a quarter full: a row's
+    # entry finds its partner value there, a few cache lines in all, where
+    # a dense partner row of n_features cost a cache miss an entry on wide
+    # hashed rows.  partner_matched[q]: partner entry q is also in the row.
+    # Filled by fill_partner_table and emptied by empty_partner_table.
+    cdef int64_t[::1] partner_table
+    cdef int64_t[::1] partner_slot_of   # the table slot of partner entry q
+    cdef int64_t[::1] partner_matched
+    cdef int partner_shift              # 64 - log2(slots of this step's table)
     cdef PairwiseWorkspace workspace
     # lazy representation: w_j is current at the start of step
     # first_step + stamp[j], when the projection scale was P at that step
@@ -263,9 +269,6 @@ cdef class PairwiseAUCProblem:
     # capacities of the call's workspaces: steps, and non-zeros of one row
     cdef Py_ssize_t max_steps, max_row_nnz
     # the union of the supports of a step's two rows, with D = a_k - a_{k-1}
-    # 1 while column j is in the current step's row (the partner's pass
-    # skips those); cleared before the step ends
-    cdef unsigned char[::1] in_row
     cdef int64_t[::1] union_index
     cdef double[::1] union_diff     # D on the union
     cdef Py_ssize_t union_nnz
@@ -295,7 +298,7 @@ cdef class PairwiseAUCProblem:
                  PairwiseWorkspace workspace not None,
                  double[::1] coef_sum=None, int64_t n_averaged=0,
                  const int64_t[::1] moving=None):
-        cdef Py_ssize_t d = coef.shape[0], q, m, cap, n_floats, n_ints
+        cdef Py_ssize_t d = coef.shape[0], q, m, cap, table, n_floats, n_ints
         cdef double[::1] floats
         cdef int64_t[::1] ints
         cdef bint indices_in_range = True
@@ -331,8 +334,6 @@ cdef class PairwiseAUCProblem:
         self.partner_weight = partner_weight
 
         self.workspace = workspace
-        self.partner_dense = workspace.partner_dense
-        self.in_row = workspace.in_row
         self.stamp = workspace.stamp
         self.stamped = workspace.stamped
         self.first_step = t + 1
@@ -347,11 +348,16 @@ cdef class PairwiseAUCProblem:
         # its start (mantissa, exponent), what a catch-up reads of its stamp
         # (F_b(s), the block's ring slot, theta^(1-(s-b))) and the B and P of
         # an expired stamp; the live blocks' F_b; per entry of a row pair
-        # the partner row and the union.
+        # the partner row, its table and the union.
         cap = max(min(d, 2 * max(max_row_nnz, partner_indices.shape[0])), 1)
         m = n_rows + 1
+        # the partner's table: a power of two of slots, at least four times as
+        # many as the longest partner has entries
+        table = 8
+        while table < 4 * max(max_row_nnz, partner_indices.shape[0]):
+            table *= 2
         n_floats = 5 * m + self.block_slots + 2 * cap
-        n_ints = 3 * m + 2 * cap
+        n_ints = 3 * m + 2 * cap + 2 * table + 2 * cap
         floats = workspace.floats(n_floats)
         ints = workspace.ints(n_ints)
         floats[:m] = 1.0
@@ -373,6 +379,11 @@ cdef class PairwiseAUCProblem:
         self.archived_scale_exp = ints[2 * m:3 * m]
         self.partner_indices = ints[3 * m:3 * m + cap]
         self.union_index = ints[3 * m + cap:3 * m + 2 * cap]
+        q = 3 * m + 2 * cap
+        self.partner_table = ints[q:q + 2 * table]
+        self.partner_table[:] = -1
+        self.partner_slot_of = ints[q + 2 * table:q + 2 * table + cap]
+        self.partner_matched = ints[q + 2 * table + cap:q + 2 * table + 2 * cap]
         # stamp first_step opens its block with F = 0 and P = 1
         self.stamp_theta_inv[0] = self.theta_inv_pow[0]
         self.partner_nnz = partner_indices.shape[0]
@@ -467,9 +478,6 @@ cdef class PairwiseAUCProblem:
             prefetch_stream(&self.sum_sq_gradient[j], 1)
         if self.average:
             prefetch_stream(&self.coef_sum[j], 1)
-        if pair:
-            prefetch_stream(&self.partner_dense[j], 1)
-            prefetch_stream(&self.in_row[j], 1)
 
     cdef inline void catch_up(self, Py_ssize_t j, int64_t k) noexcept nogil:
         """Bring w_j to the start of step k and m_j to m_{j,k-1}; restamp at k
@@ -609,6 +617,25 @@ cdef class PairwiseAUCProblem:
                 self.catch_up(j, k)
 
     # -- the steps of one sample k, in the order run_epoch takes them -------
+
+    cdef inline Py_ssize_t partner_home(self, int64_t j) noexcept nogil:
+        """The first slot of column j in the partner's table (Fibonacci
+        hashing: the top bits of j times 2^64 / golden ratio)."""
+        return <Py_ssize_t> ((<uint64_t> j * <uint64_t> 0x9E3779B97F4A7C15ULL)
+                             >> self.partner_shift)
+
+    cdef inline Py_ssize_t partner_position(self, int64_t j) noexcept nogil:
+        """The partner's entry of column j, or -1 if it has none."""
+        cdef Py_ssize_t slot = self.partner_home(j)
+        cdef Py_ssize_t mask = (<Py_ssize_t> 1 << (64 - self.partner_shift)) - 1
+        cdef int64_t column
+        while True:
+            column = self.partner_table[2 * slot]
+            if column == j:
+                return self.partner_table[2 * slot + 1]
+            if column < 0:
+                return -1
+            slot = (slot + 1) & mask
 
     cdef inline void add_to_union(self, Py_ssize_t j, double diff, int64_t k) noexcept nogil:
         """Bring coordinate j of the union to the start of step k, list it
@@ -808,25 +835,28 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
                                 int64_t k) noexcept nogil:
     """Bring the union of the supports of sample k and its partner up to
     the start of step k, list it with D = a_k - a_{k-1} and measure it
-    (``add_to_union``); returns <w_k, a_k>."""
-    cdef Py_ssize_t q, j
-    cdef double score = 0.0
+    (``add_to_union``): the row's entries, then the partner's others, in
+    their orders; returns <w_k, a_k>.  The partner is in its table."""
+    cdef Py_ssize_t q, j, at
+    cdef double score = 0.0, partner_value
     cdef double* w = &problem.coef[0]
-    cdef double* partner = &problem.partner_dense[0]
     problem.empty_union()
     for q in range(nnz):
         if q + PREFETCH_AHEAD < nnz:
             problem.prefetch(row_indices[q + PREFETCH_AHEAD], True)
         j = row_indices[q]
-        problem.in_row[j] = 1
-        problem.add_to_union(j, row_data[q] - partner[j], k)
+        at = problem.partner_position(j)
+        partner_value = 0.0
+        if at >= 0:
+            problem.partner_matched[at] = 1
+            partner_value = problem.partner_values[at]
+        problem.add_to_union(j, row_data[q] - partner_value, k)
         score += w[j] * row_data[q]
     for q in range(problem.partner_nnz):
-        j = problem.partner_indices[q]
-        if not problem.in_row[j]:
-            problem.add_to_union(j, -partner[j], k)
-    for q in range(nnz):
-        problem.in_row[row_indices[q]] = 0
+        if problem.partner_matched[q]:
+            problem.partner_matched[q] = 0
+        else:
+            problem.add_to_union(problem.partner_indices[q], -problem.partner_values[q], k)
     return score
 
 
@@ -870,18 +900,28 @@ cdef inline void keep_partner(PairwiseAUCProblem problem, const floating* row_da
     problem.partner_nnz = nnz
 
 
-cdef inline void scatter_partner(PairwiseAUCProblem problem) noexcept nogil:
-    """Write the partner's values into the dense partner row."""
-    cdef Py_ssize_t q
+cdef inline void fill_partner_table(PairwiseAUCProblem problem) noexcept nogil:
+    """Put the partner's columns in its table, sized for this partner."""
+    cdef Py_ssize_t q, slot, mask
+    cdef int bits = 3
+    while (<Py_ssize_t> 1 << bits) < 4 * problem.partner_nnz:
+        bits += 1
+    problem.partner_shift = 64 - bits
+    mask = (<Py_ssize_t> 1 << bits) - 1
     for q in range(problem.partner_nnz):
-        problem.partner_dense[problem.partner_indices[q]] = problem.partner_values[q]
+        slot = problem.partner_home(problem.partner_indices[q])
+        while problem.partner_table[2 * slot] >= 0:
+            slot = (slot + 1) & mask
+        problem.partner_table[2 * slot] = problem.partner_indices[q]
+        problem.partner_table[2 * slot + 1] = q
+        problem.partner_slot_of[q] = slot
 
 
-cdef inline void clear_partner(PairwiseAUCProblem problem) noexcept nogil:
-    """Zero the dense partner row again."""
+cdef inline void empty_partner_table(PairwiseAUCProblem problem) noexcept nogil:
+    """Empty the slots the partner took (the rest of the table is empty)."""
     cdef Py_ssize_t q
     for q in range(problem.partner_nnz):
-        problem.partner_dense[problem.partner_indices[q]] = 0.0
+        problem.partner_table[2 * problem.partner_slot_of[q]] = -1
 
 
 def run_epoch(PairwiseAUCProblem problem,
@@ -944,9 +984,9 @@ def run_epoch(PairwiseAUCProblem problem,
                 if partner_nnz >= 0:
                     keep_partner(problem, partner_data, partner_indices, partner_nnz)
                     partner_nnz = -1
-                scatter_partner(problem)
+                fill_partner_table(problem)
                 score = gather_union(problem, row_data, row_indices, nnz, k)
-                clear_partner(problem)
+                empty_partner_table(problem)
             else:
                 score = gather_row(problem, row_data, row_indices, nnz, k)
             d = problem.pair_gradient(label, sw, &sum_loss, &sum_weight)

@@ -204,6 +204,28 @@ def test_chunks_continue_the_pair_and_match_the_reference(stream, average, radiu
 
 
 
+def test_a_long_partner_from_the_last_call_pairs_with_short_rows():
+    """A step finds the partner's values in a table sized for the longest
+    of the call's rows and the partner kept from the last call: a row of
+    every column, then one-entry rows, one call each (the partner far
+    longer than the call's rows), give the reference model."""
+    rng = np.random.RandomState(3)
+    n, d = 40, 64
+    X = np.zeros((n, d))
+    X[0] = rng.randn(d)
+    X[20] = rng.randn(d)
+    for i in set(range(1, n)) - {20}:
+        X[i, rng.randint(d)] = rng.randn()
+    y = np.where(np.arange(n) % 2 == 0, 1, -1)  # every step has a pair
+    params = dict(loss="hinge", algorithm="aogd", adaptive="norm", eta=0.3, theta=0.9,
+                  radius=None)
+    ref = pairwise_auc_reference(X, y, np.ones(n), average=False, **params)
+    clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, **params)
+    for i in range(n):
+        clf.partial_fit(sp.csr_matrix(X[i:i + 1]), y[i:i + 1], classes=[-1, 1])
+    _assert_matches(clf, ref, one_pass=False)
+
+
 def test_a_narrow_call_moves_momentum_outside_its_row_and_takes_it_back(stream):
     """Without projection or averaging a call on sparse rows saves and
     finalises only the columns it can change: its rows', the previous
