@@ -97,13 +97,13 @@ def md_catch_up(double[::1] w, const double[::1] root, const double[::1] idle, *
     """Test hook: mirror descent's idle-step closed form on each entry, in
     place: ``w[k]`` becomes the weight after ``idle[k]`` steps (an integer)
     with root ``root[k]``; as the kernel does it: through the AVX loop if
-    ``four_lanes``, the AVX loops are on (``set_avx``) and ``l1 > 0`` (the
-    last ``len(w) % 4`` entries by the scalar form), else entry by entry."""
+    ``four_lanes`` and the AVX loops are on (``set_avx``; the last
+    ``len(w) % 4`` entries by the scalar form), else entry by entry."""
     cdef Hyper h = make_hyper("mirror_descent", eta, delta, l1, l2, True)
     cdef Py_ssize_t k = 0, n = w.shape[0]
     if root.shape[0] != n or idle.shape[0] != n:
         raise ValueError("w, root and idle must have the same length")
-    if four_lanes and HAVE_AVX and l1 != 0.0 and n > 0:
+    if four_lanes and HAVE_AVX and n > 0:
         k = md_idle_row_avx(&w[0], &root[0], &idle[0], n, eta, delta, l1, l2)
     for k in range(k, n):
         w[k] = md_idle_steps(w[k], root[k], <int64_t> idle[k], h)
@@ -443,7 +443,7 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
         row_root[k] = acc[2 * j + 1]
         row_idle[k] = <double> (t - last[j])  # exact below 2**53 steps
     k = 0
-    if HAVE_AVX and h.l1 != 0.0:  # l1 or elastic net: four at a time, same numbers
+    if HAVE_AVX:  # four at a time, the same numbers
         k = md_idle_row_avx(row, row_root, row_idle, nnz, h.eta, h.delta, h.l1, h.l2)
     for k in range(k, nnz):
         row[k] = md_idle_steps(row[k], row_root[k], <int64_t> row_idle[k], h)

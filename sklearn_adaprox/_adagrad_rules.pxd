@@ -41,6 +41,7 @@ cdef struct Hyper:
     double delta
     double l1
     double l2
+    double l1_per_l2  # l1 / l2 (0 without l2): mirror descent's catch-up
     # False: the non-adaptive baseline H = (delta + sqrt(t)) I of the paper's
     # comparisons (Xiao's RDA with beta_t = sqrt(t) / eta), dual averaging only
     bint adaptive
@@ -67,6 +68,7 @@ cdef inline Hyper make_hyper(str update, double eta, double delta, double l1, do
     h.update = update_code(update)
     h.eta, h.delta, h.l1, h.l2, h.adaptive = eta, delta, l1, l2, adaptive
     h.inv_eta = 1.0 / eta
+    h.l1_per_l2 = l1 / l2 if l2 != 0.0 else 0.0
     return h
 
 
@@ -149,32 +151,27 @@ cdef inline double md_idle_steps(double w, double root, int64_t k, Hyper h) noex
     H stays fixed, so each step maps |w| to max(|w| - a, 0) / c with
     a = eta l1 / H and c = 1 + r, r = eta l2 / H.  Unrolled:
     |w_k| = max(|w| c^-k - a (1 - c^-k) / r, 0)   (a k when r = 0),
-    and a weight that reaches zero stays there.
+    and a weight that reaches zero stays there.  a / r is l1 / l2 whatever
+    H: the shrinkage of the l1 part costs no division.
     """
-    cdef double H, a, r, decay, one_minus, total_shrink, mag
+    cdef double H, r, decay, one_minus, total_shrink, mag
     if k <= 0 or w == 0.0:
         return w
     H = h.delta + root
     if H == 0.0 or (h.l1 == 0.0 and h.l2 == 0.0):  # no penalty: nothing shrinks
         return w
-    a = h.eta * h.l1 / H
     r = h.eta * h.l2 / H
-    if r > 0.0 and h.l1 == 0.0:
-        # c^-k alone: libm's log1p and exp are as quick as the four-lane
-        # pair below (one pass over 20 newsgroups hashed, measured)
-        decay = exp(-k * log1p(r))
-        total_shrink = 0.0
-    elif r > 0.0:
+    if r > 0.0:
         # c^-k = e^(-k log1p(r)) and 1 - c^-k (without cancellation) from
-        # one reduction, as the four-lane loop of elastic net computes them
+        # one reduction, as the four-lane loop computes them
         adaprox_exp_pair(-k * adaprox_log1p(r), &decay, &one_minus)
-        total_shrink = a * (one_minus / r) if a > 0.0 else 0.0
+        total_shrink = h.l1_per_l2 * one_minus
     else:
         decay = 1.0
-        total_shrink = a * k
+        total_shrink = h.eta * h.l1 / H * k
     mag = fabs(w) * decay - total_shrink
-    # not "mag <= 0": a root so small that a = inf (and r = inf) shrinks
-    # by inf * 0 = nan, where the limit is 0
+    # not "mag <= 0": NaN where a root is so small that a = inf (r = 0:
+    # inf * 0), whose limit is 0
     if not mag > 0.0:
         return 0.0
     return copysign(mag, w)

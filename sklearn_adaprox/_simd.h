@@ -32,8 +32,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* log1p and exp for mirror descent's idle-step closed form with l1 and l2
- * parts (md_idle_steps in _adagrad_rules.pxd), which reads log1p(r), e^y
+/* log1p and exp for mirror descent's idle-step closed form with an l2
+ * part (md_idle_steps in _adagrad_rules.pxd), which reads log1p(r), e^y
  * and 1 - e^y for y = -k log1p(r) at every weight a row reads: three libm
  * calls, scalar.  These give e^y and 1 - e^y from one reduction and are
  * written in +, -, *, / and exact bit operations only, so that the AVX
@@ -628,9 +628,9 @@ static inline void exp_pair_avx(__m256d y, __m256d *exp_y, __m256d *one_minus)
  * without a gradient, its root being root[k].  Same operations in the same
  * order as md_idle_steps, so the same bits; branch-free (which weights have
  * reached zero is unpredictable).  Returns how many entries it did (nnz
- * rounded down to a multiple of four): the caller does the rest.  For l1
- * and elastic net (l1 > 0): with l2 alone, md_idle_steps takes libm's exp
- * and log1p, which this loop does not repeat. */
+ * rounded down to a multiple of four): the caller does the rest.  One
+ * division a lane (r, and a only where r is 0) besides log1p's: the l1
+ * part's shrinkage a (1 - c^-k) / r is (l1 / l2) (1 - c^-k). */
 __attribute__((target("avx")))
 static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const double *idle,
                                         ptrdiff_t nnz, double eta, double delta, double l1,
@@ -640,14 +640,13 @@ static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const dou
     const __m256d zero = _mm256_setzero_pd();
     const __m256d eta_l1 = _mm256_set1_pd(eta * l1);
     const __m256d eta_l2 = _mm256_set1_pd(eta * l2);
+    const __m256d l1_per_l2 = _mm256_set1_pd(l2 != 0.0 ? l1 / l2 : 0.0);
     ptrdiff_t k = 0;
     for (; k + 3 < nnz; k += 4) {
         __m256d wk = _mm256_loadu_pd(w + k);
         __m256d steps = _mm256_loadu_pd(idle + k);
         __m256d H = _mm256_add_pd(_mm256_set1_pd(delta), _mm256_loadu_pd(root + k));
-        __m256d a = _mm256_div_pd(eta_l1, H);
-        /* r = 0 (no l2 part): nothing decays, each step shrinks by a */
-        __m256d decay = _mm256_set1_pd(1.0), shrink = _mm256_mul_pd(a, steps);
+        __m256d decay = _mm256_set1_pd(1.0), shrink;
         if (l2 != 0.0) {
             __m256d r = _mm256_div_pd(eta_l2, H);
             __m256d power, one_minus;
@@ -655,10 +654,13 @@ static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const dou
                          &one_minus);
             __m256d geometric = _mm256_cmp_pd(r, zero, _CMP_GT_OQ);
             decay = _mm256_blendv_pd(decay, power, geometric);
-            shrink = _mm256_blendv_pd(
-                shrink, _mm256_and_pd(_mm256_mul_pd(a, _mm256_div_pd(one_minus, r)),
-                                      _mm256_cmp_pd(a, zero, _CMP_GT_OQ)),
-                geometric);
+            shrink = _mm256_mul_pd(l1_per_l2, one_minus);
+            if (_mm256_movemask_pd(geometric) != 0xF)  /* r underflowed to 0 */
+                shrink = _mm256_blendv_pd(_mm256_mul_pd(_mm256_div_pd(eta_l1, H), steps),
+                                          shrink, geometric);
+        } else {
+            /* r = 0 (no l2 part): nothing decays, each step shrinks by a */
+            shrink = _mm256_mul_pd(_mm256_div_pd(eta_l1, H), steps);
         }
         __m256d mag = _mm256_sub_pd(_mm256_mul_pd(_mm256_andnot_pd(sign, wk), decay), shrink);
         /* copysign(mag, w) where mag > 0, else 0 */
