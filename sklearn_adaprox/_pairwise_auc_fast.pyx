@@ -470,7 +470,7 @@ cdef class PairwiseAUCProblem:
         n_features, and so their cache misses overlap instead of queueing.
         ``pair``: also those of a step with a partner row.  A hint only.
         One epoch of AOGD (defaults) on 20 newsgroups hashed to 2**20
-        columns: a fit of 264 ms takes 240 ms."""
+        columns: 266 ms without, 230 ms with (before the partner's table)."""
         prefetch_stream(&self.coef[j], 1)
         prefetch_stream(&self.momentum[j], 1)
         prefetch_stream(&self.stamp[j], 1)
