@@ -17,7 +17,7 @@
 #
 # The intercept is a coordinate of feature 1 with its own sums, never
 # penalised (``intercept_step``, ``da_intercept``).
-from libc.math cimport copysign, exp, fabs, log1p, sqrt
+from libc.math cimport copysign, fabs, sqrt
 from libc.stdint cimport int64_t
 
 
@@ -170,8 +170,8 @@ cdef inline double md_idle_steps(double w, double root, int64_t k, Hyper h) noex
         decay = 1.0
         total_shrink = h.eta * h.l1 / H * k
     mag = fabs(w) * decay - total_shrink
-    # not "mag <= 0": NaN where a root is so small that a = inf (r = 0:
-    # inf * 0), whose limit is 0
+    # a root so small that r or a overflows decays the weight to 0 or
+    # shrinks it by inf, the limit being 0; "not >" also sends a NaN to 0
     if not mag > 0.0:
         return 0.0
     return copysign(mag, w)
