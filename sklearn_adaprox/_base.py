@@ -479,6 +479,11 @@ class BaseOnlineLinearModel(BaseEstimator):
         self.__dict__.pop("_touched_columns", None)
         return result
 
+    def _resolve_parameters(self, X, sample_weight, first_call):
+        """Fix the parameters a model takes from the data of its first call
+        (``"auto"`` values), before its state is made: a hook, for the
+        estimators whose ``_init_state`` needs them.  Here nothing."""
+
     def _start_state(self, first_call, partial, n_problems, n_features, X=None):
         """Fresh fitted state on a first call; otherwise this call's own
         copy of the fitted state, or the saved columns of the arrays updated
@@ -983,6 +988,7 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         targets = self._problem_targets(y_index, all_classes.shape[0])
         if first_call:
             self.classes_ = all_classes
+        self._resolve_parameters(X, sample_weight, first_call)
         self._start_state(first_call, partial, len(targets), X.shape[1], X)
         return self._train(X, targets, sample_weight, partial, first_call)
 

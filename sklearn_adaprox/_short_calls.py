@@ -253,6 +253,7 @@ class AdaGradPath(_ShortPath):
         (the checks a continuing call of the general path would pass)."""
         state = est.__dict__
         if ("accumulators_" not in state
+                or "alpha_" not in state  # a model pickled before alpha_ was kept
                 or not all(name in state
                            for name in cls.scalars + cls.intercept_sums + ("loss_curve_",))
                 or est._kernel().name != "elementwise"

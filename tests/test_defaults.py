@@ -159,6 +159,88 @@ def test_auto_alpha_per_one_vs_rest_problem():
 
 
 # ----------------------------------------------------------------------------
+# AdaGrad: alpha="auto"
+def adagrad_auto_alpha_reference(X, sample_weight, penalty, update):
+    """The documented rule: 1e-4 (1e-5 for l1) times max(1, q / 10), q the
+    weighted mean squared norm of the rows (no intercept); mirror descent:
+    unscaled."""
+    base = 1e-5 if penalty == "l1" else 1e-4
+    if update == "mirror_descent":
+        return base
+    X = X.toarray() if sp.issparse(X) else X
+    q = np.dot(sample_weight, (X**2).sum(axis=1)) / sample_weight.sum()
+    return base * max(1.0, q / 10.0)
+
+
+def _wide_rows(n=150, d=30, seed=0):
+    """Rows of mean squared norm about 25, past the threshold of 10."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    X[rng.rand(n, d) < 0.2] = 0.0
+    y = np.where(X @ rng.randn(d) + 0.5 * rng.randn(n) > 0, 1, -1)
+    sample_weight = rng.uniform(0.0, 2.0, n)
+    sample_weight[:6] = 0.0
+    return X, y, sample_weight
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+@pytest.mark.parametrize("penalty, update", [
+    ("l2", "dual_averaging"), ("l1", "dual_averaging"), ("elasticnet", "ftrl_proximal"),
+    ("linf", "dual_averaging"), ("l2", "mirror_descent"), ("l1", "mirror_descent"),
+])
+def test_adagrad_auto_alpha_follows_its_definition(layout, penalty, update):
+    X, y, sample_weight = _wide_rows()
+    Xl = sp.csr_matrix(X) if layout == "csr" else X
+    params = dict(penalty=penalty, update=update, max_iter=2, tol=None, random_state=0)
+    est = AdaGradClassifier(**params).fit(Xl, y, sample_weight=sample_weight)
+    expected = adagrad_auto_alpha_reference(X, sample_weight, penalty, update)
+    assert_allclose(est.alpha_, expected, rtol=1e-13)
+    if update != "mirror_descent":
+        assert est.alpha_ > 1.2 * (1e-5 if penalty == "l1" else 1e-4)  # it did grow
+    # the model is the one of that alpha given explicitly
+    explicit = AdaGradClassifier(alpha=expected, **params)
+    explicit.fit(Xl, y, sample_weight=sample_weight)
+    assert_allclose(explicit.coef_, est.coef_, rtol=1e-12, atol=1e-15)
+    assert explicit.alpha_ == expected
+
+
+def test_adagrad_auto_alpha_is_scikit_learns_on_unit_rows_and_fixed_by_the_first_call():
+    X, y, _ = _wide_rows()
+    # rows of unit norm (text), or of squared norm up to 10: SGD's alpha
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    assert AdaGradClassifier().fit(unit, y).alpha_ == 1e-4
+    assert AdaGradClassifier(penalty="l1").fit(3 * unit, y).alpha_ == 1e-5
+    est = AdaGradClassifier(random_state=0)
+    # every weight zero: the rows count alike
+    est.partial_fit(X[:50], y[:50], classes=[-1, 1], sample_weight=np.zeros(50))
+    first = adagrad_auto_alpha_reference(X[:50], np.ones(50), "l2", "dual_averaging")
+    assert_allclose(est.alpha_, first, rtol=1e-13)
+    est.partial_fit(10 * X[50:], y[50:])  # rows of another scale: alpha stays
+    assert_allclose(est.alpha_, first, rtol=1e-13)
+    # a new fit resolves it again, from all of its data
+    est.fit(X, y)
+    assert_allclose(est.alpha_, adagrad_auto_alpha_reference(
+        X, np.ones(len(y)), "l2", "dual_averaging"), rtol=1e-13)
+    # an explicit alpha is used as it is, on every call
+    est.set_params(alpha=0.5).partial_fit(X, y)
+    assert est.alpha_ == 0.5
+
+
+def test_adagrad_model_from_before_alpha_was_resolved_keeps_its_alpha():
+    """A pickle made before ``alpha_`` existed was trained with the unscaled
+    "auto" value: it continues with it."""
+    X, y, _ = _wide_rows()
+    params = dict(max_iter=2, tol=None, random_state=0)
+    old = AdaGradClassifier(alpha=1e-4, **params).fit(X, y).set_params(alpha="auto")
+    del old.__dict__["alpha_"]
+    reference = AdaGradClassifier(alpha=1e-4, **params).fit(X, y)
+    old.partial_fit(X, y)
+    reference.partial_fit(X, y)
+    assert_allclose(old.coef_, reference.coef_, rtol=1e-13, atol=1e-15)
+    assert old.alpha_ == 1e-4
+
+
+# ----------------------------------------------------------------------------
 # pairwise AUC: eta="auto"
 def auto_eta_reference(X, sample_weight, algorithm, adaptive="norm"):
     """The documented rule: c / s**p, s the root mean square of the norms

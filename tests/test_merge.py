@@ -293,6 +293,11 @@ def test_incompatible_models_are_refused(data):
     p1 = PairwiseAUCClassifier().partial_fit(X[:50], y[:50], classes=[-1.0, 1.0])
     p2 = PairwiseAUCClassifier().partial_fit(3 * X[50:], y[50:], classes=[-1.0, 1.0])
     _check_refused([p1, p2], "resolved eta_")
+    # AdaGrad's alpha="auto", from rows of different norms (above the
+    # squared norm of 10 where it starts to grow)
+    g1 = AdaGradClassifier().partial_fit(10 * X[:50], y[:50], classes=[-1.0, 1.0])
+    g2 = AdaGradClassifier().partial_fit(30 * X[50:], y[50:], classes=[-1.0, 1.0])
+    _check_refused([g1, g2], "resolved alpha_")
 
 
 def test_resolved_params_of_the_class_are_compared(data, monkeypatch):
