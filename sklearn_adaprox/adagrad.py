@@ -775,6 +775,8 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         if self.update == "mirror_descent":
             return base
         rows = as_row_arrays(X)
+        # row_moments also sums a target's squares: the weights stand in for
+        # y, whose moment is not needed here
         sum_sq_norm, _, sum_weight = row_moments(*rows, False, sample_weight, sample_weight)
         if not sum_weight > 0:
             ones = np.ones(X.shape[0])
