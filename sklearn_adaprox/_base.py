@@ -1149,6 +1149,7 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
         X, y, sample_weight, first_call = self._validate_input(
             X, y, sample_weight, partial
         )
+        self._resolve_parameters(X, sample_weight, first_call)
         self._start_state(first_call, partial, 1, X.shape[1], X)
         self._run_epochs(X, [y], sample_weight, partial)
         self._after_call()

@@ -352,9 +352,10 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         from the optimum of its objective on such rows, and its early
         iterate is the better model (on 784 standardised pixels, 90.5%
         against 88.2% for the exact optimum of the same objective); the
-        scaled value gives AdaGrad that accuracy in fewer epochs.  ``q`` is the weighted mean over the rows of the first call
-        (``fit``, or the first ``partial_fit``), fixed afterwards: the value
-        in use is ``alpha_``.  Under ``"mirror_descent"`` "auto" is not
+        scaled value gives AdaGrad that accuracy in fewer epochs.  ``q`` is
+        the weighted mean over the rows of the first call (``fit``, or the
+        first ``partial_fit``), fixed afterwards: the value in use is
+        ``alpha_``.  Under ``"mirror_descent"`` "auto" is not
         scaled (its step would then follow the last gradient alone).
         It weighs the penalty against the *average* loss under every
         ``update``, so the dual-averaging and FTRL-Proximal thresholds grow
@@ -774,13 +775,12 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         base = AUTO_ALPHA_L1 if self.penalty == "l1" else AUTO_ALPHA
         if self.update == "mirror_descent":
             return base
-        rows = as_row_arrays(X)
+        if not np.any(sample_weight):  # (validated non-negative)
+            sample_weight = np.ones(X.shape[0])
         # row_moments also sums a target's squares: the weights stand in for
         # y, whose moment is not needed here
-        sum_sq_norm, _, sum_weight = row_moments(*rows, False, sample_weight, sample_weight)
-        if not sum_weight > 0:
-            ones = np.ones(X.shape[0])
-            sum_sq_norm, _, sum_weight = row_moments(*rows, False, ones, ones)
+        sum_sq_norm, _, sum_weight = row_moments(
+            *as_row_arrays(X), False, sample_weight, sample_weight)
         return float(base * max(1.0, sum_sq_norm / sum_weight / AUTO_ALPHA_SQ_NORM))
 
     def _penalty_strengths(self):
