@@ -18,8 +18,8 @@ estimators (defaults): ``ImplicitFTRLClassifier`` (hinge) beside
 ``SGDClassifier``, ``ImplicitFTRLRegressor`` (squared error, the labels as
 targets) beside ``SGDRegressor``; their calls take the short path too once
 the first call has fixed G.  ``AdaGradClassifier(multi_class="multinomial")``
-(two classes here; no short path: its calls take the general one) shows
-that its state, updated in place, makes a call cost what its rows cost too.
+(two classes here) shows that its state, updated in place, makes a call
+cost what its rows cost too; its calls take a short path of their own.
 
 A second table scores one row at a time: ``decision_function`` of each
 model on a one-row CSR matrix against the plain products a user could

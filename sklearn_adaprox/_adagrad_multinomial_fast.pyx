@@ -30,13 +30,15 @@ import numpy as np
 
 cimport cython
 from cython cimport floating
-from libc.math cimport sqrt
+from libc.float cimport DBL_MAX
+from libc.math cimport fabs, sqrt
 from libc.stdint cimport int64_t
 
 from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyper,
                               da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
                               intercept_step, make_hyper, md_idle_steps, md_prox)
-from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
+from ._dataset cimport (RowPass, check_pass_input, index_t, learnable_rows, row_pass,
+                        step_row)
 from ._loss cimport MultinomialLoss
 from ._prox cimport group_l2_prox, linf_prox, prox_work_size
 
@@ -111,6 +113,14 @@ cdef class MultinomialProblem:
     # scratch rows: scores, gradient, v, D, prox work, a row of coef_into
     cdef double[:, ::1] work
     cdef public int64_t t
+    # The rows of the features a short call's pass may change, saved before
+    # it (``learn_rows``) so that the call can be taken back in
+    # O(n_classes nnz): feature, its sums and mirror descent's weights and step.
+    cdef int64_t[::1] saved_features
+    cdef double[:, ::1] saved_acc
+    cdef double[:, ::1] saved_weights
+    cdef int64_t[::1] saved_steps
+    cdef Py_ssize_t n_saved
 
     def __init__(self, *, MultinomialLoss loss, str update, str penalty, double eta,
                  double delta, double l1, double l2, double group_strength,
@@ -147,6 +157,66 @@ cdef class MultinomialProblem:
             self.W = np.zeros((0 if self.closed_form else n_features, self.n_classes))
             self.last_step = np.zeros(0, dtype=np.int64)
         self.work = np.zeros((6, self.n_classes + prox_work_size(self.n_classes)))
+        self.n_saved = 0
+
+    cdef int save_features(self, const index_t[::1] features) except -1:
+        """Save the rows of ``features`` (repeats allowed) for
+        ``restore_features``.  O(n_classes len(features))."""
+        cdef Py_ssize_t s, j, k, K = self.n_classes, n = features.shape[0]
+        cdef bint md = self.hyper.update == MIRROR_DESCENT
+        if self.saved_features is None or self.saved_features.shape[0] < n:
+            n = max(n, 64)
+            self.saved_features = np.empty(n, dtype=np.int64)
+            self.saved_acc = np.empty((n, 2 * K))
+            self.saved_weights = np.empty((n, K if md else 0))
+            self.saved_steps = np.empty(n, dtype=np.int64)
+        for s in range(features.shape[0]):
+            j = features[s]
+            self.saved_features[s] = j
+            for k in range(2 * K):
+                self.saved_acc[s, k] = self.acc[j, k]
+            if md:
+                for k in range(K):
+                    self.saved_weights[s, k] = self.W[j, k]
+                self.saved_steps[s] = self.last_step[j]
+        self.n_saved = features.shape[0]
+        return 0
+
+    def restore_features(self):
+        """Put back the rows saved by the last ``save_features``, in the
+        reverse order (a feature saved twice ends as it was first saved)."""
+        cdef Py_ssize_t s, j, k, K = self.n_classes
+        cdef bint md = self.hyper.update == MIRROR_DESCENT
+        for s in range(self.n_saved - 1, -1, -1):
+            j = self.saved_features[s]
+            for k in range(2 * K):
+                self.acc[j, k] = self.saved_acc[s, k]
+            if md:
+                for k in range(K):
+                    self.W[j, k] = self.saved_weights[s, k]
+                self.last_step[j] = self.saved_steps[s]
+        self.n_saved = 0
+
+    cdef bint saved_features_finite(self) noexcept nogil:
+        """Whether the saved features' rows and the intercepts' values are
+        all finite now: what a pass over rows of those features can have
+        made infinite or NaN."""
+        cdef Py_ssize_t s, j, k, K = self.n_classes
+        cdef bint md = self.hyper.update == MIRROR_DESCENT
+        cdef double total = 0.0
+        for k in range(K):
+            total += (self.intercept[k] + self.intercept_sum_grad[k]
+                      + self.intercept_sum_sq_grad[k])
+        for s in range(self.n_saved):
+            j = self.saved_features[s]
+            # a sum is finite only if every term is (NaN and infinities
+            # propagate), unless it overflows, which only refuses more
+            for k in range(2 * K):
+                total += self.acc[j, k]
+            if md:
+                for k in range(K):
+                    total += self.W[j, k]
+        return fabs(total) <= DBL_MAX
 
     cdef void current_row(self, Py_ssize_t j) noexcept nogil:
         """Bring row j of W to step t (weights of step t, before step t+1)."""
@@ -342,11 +412,82 @@ def run_epoch(MultinomialProblem problem,
     """One predict-then-learn pass over ``X[order]``; y holds class indices
     (0 .. n_classes - 1, as floats).  Rows of zero weight are not steps.
     Returns ``(sum of weight * loss before each step, sum of weights)``."""
+    cdef double sums[2]
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
                      problem.acc.shape[0], y.shape[0], sample_weight, order)
+    if not all_class_indices(y, problem.n_classes):
+        raise ValueError(f"y must hold class indices in [0, {problem.n_classes}).")
+    pass_rows(problem, X_data, X_indices, X_indptr, is_dense, n_features, y, sample_weight,
+              order, sums)
+    return sums[0], sums[1]
+
+
+def learn_rows(MultinomialProblem problem,
+               const floating[::1] X_data,
+               const index_t[::1] X_indices,
+               const index_t[::1] X_indptr,
+               bint is_dense,
+               Py_ssize_t n_features,
+               const double[::1] y,
+               const double[::1] sample_weight,
+               const int64_t[::1] order,
+               double largest_factor,
+               double limit,
+               t_value,
+               double[::1] intercept,
+               double[::1] intercept_sum_grad,
+               double[::1] intercept_sum_sq_grad):
+    """A short call's pass (``_short_calls.MultinomialPath``), all or
+    nothing: ``run_epoch`` from step t on the intercept arrays given (the
+    call's own copies, which the problem keeps using), after saving the rows
+    of the features it may change.
+
+    Returns ``(sum of weight * loss, sum of weights, t after)``, or None
+    with nothing changed for rows that are not plain or could overflow the
+    state (``_dataset.learnable_rows``, with ``largest_factor`` the largest
+    weight) and when the pass left a non-finite value.  ``restore_features()``
+    takes back a successful call, and does nothing after one that raised
+    (which changed nothing).  ``X_indices`` names every feature the rows
+    may have (for dense rows: every column)."""
+    cdef double sums[2]
     cdef Py_ssize_t K = problem.n_classes
+    problem.n_saved = 0  # nothing to take back until the rows are saved
+    if not learnable_rows(X_data, X_indices, X_indptr, is_dense, n_features,
+                          order.shape[0], largest_factor, limit):
+        return None
+    check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
+                     problem.acc.shape[0], y.shape[0], sample_weight, order)
+    if (intercept.shape[0] != K or intercept_sum_grad.shape[0] != K
+            or intercept_sum_sq_grad.shape[0] != K):
+        raise ValueError("The per-class intercept arrays must have one entry per class.")
     if not all_class_indices(y, K):
         raise ValueError(f"y must hold class indices in [0, {K}).")
+    problem.intercept = intercept
+    problem.intercept_sum_grad = intercept_sum_grad
+    problem.intercept_sum_sq_grad = intercept_sum_sq_grad
+    problem.t = t_value
+    problem.save_features(X_indices)
+    pass_rows(problem, X_data, X_indices, X_indptr, is_dense, n_features, y, sample_weight,
+              order, sums)
+    if not problem.saved_features_finite():
+        problem.restore_features()
+        return None
+    return sums[0], sums[1], problem.t
+
+
+cdef int pass_rows(MultinomialProblem problem,
+                   const floating[::1] X_data,
+                   const index_t[::1] X_indices,
+                   const index_t[::1] X_indptr,
+                   bint is_dense,
+                   Py_ssize_t n_features,
+                   const double[::1] y,
+                   const double[::1] sample_weight,
+                   const int64_t[::1] order,
+                   double* sums) except -1:
+    """The pass of ``run_epoch`` (its input checked), ``sums = (loss,
+    weight)``."""
+    cdef Py_ssize_t K = problem.n_classes
     cdef double* scores = &problem.work[0, 0]
     cdef size_t row_bytes = 2 * K * sizeof(double)
     cdef double* d = &problem.work[1, 0]
@@ -395,4 +536,6 @@ def run_epoch(MultinomialProblem problem,
                 problem.step_intercept(d)
 
         problem.current_intercepts()
-    return sum_loss, sum_weight
+    sums[0] = sum_loss
+    sums[1] = sum_weight
+    return 0

@@ -1,5 +1,5 @@
-"""The short path of calls on a few rows: ``AdaGradClassifier`` and the
-implicit FTRL estimators.
+"""The short path of calls on a few rows: ``AdaGradClassifier`` (element-wise
+and multinomial) and the implicit FTRL estimators.
 
 A stream that learns or scores one row at a time pays, per call, for the
 general validation and the transaction of ``BaseOnlineLinearModel``:
@@ -30,9 +30,9 @@ general path gives:
   long as the estimator's state arrays and its parameters are those they
   were built for.
 
-``_ShortPath`` checks the rows and the labels; a subclass per algorithm
-(``AdaGradPath``, ``ImplicitFTRLPath``, named by the estimator's
-``_short_path_type``) builds the Problems and makes the passes.
+``_ShortPath`` checks the rows and the labels; a subclass per kernel
+(``AdaGradPath``, ``MultinomialPath``, ``ImplicitFTRLPath``, named by the
+estimator's ``_short_path_type``) builds the Problems and makes the passes.
 """
 import math
 import operator
@@ -44,7 +44,7 @@ from joblib import effective_n_jobs
 from sklearn.base import is_classifier
 from sklearn.utils.class_weight import compute_class_weight
 
-from . import _adagrad_fast, _implicit_ftrl_fast
+from . import _adagrad_fast, _adagrad_multinomial_fast, _implicit_ftrl_fast
 from ._base import SCALE_LIMIT, all_finite, check_class_weight, new_state_version
 from ._dataset import dense_row_indices
 
@@ -112,11 +112,8 @@ class _ShortPath:
         classes = est.classes_
         self.class_index = {label: c for c, label in enumerate(classes.tolist())}
         self.class_set = set(self.class_index)
-        # targets[k, c]: problem k's +-1 target for class c (one-vs-rest, or
-        # class 1 against class 0 for a single problem)
         n_classes = len(classes)
-        positive = np.arange(n_classes) if n_classes > 2 else np.array([1])
-        self.targets = np.where(positive[:, None] == np.arange(n_classes), 1.0, -1.0)
+        self.targets = self._class_targets(n_classes)
         self.class_weights = (
             np.ones(n_classes) if est.class_weight is None
             else compute_class_weight(est.class_weight, classes=classes, y=classes))
@@ -126,6 +123,13 @@ class _ShortPath:
         # a row of class c: its targets and weight, ready for the kernel
         self.one_row = [(np.ascontiguousarray(self.targets[:, [c]]),
                          self.class_weights[[c]]) for c in range(n_classes)]
+
+    @staticmethod
+    def _class_targets(n_classes):
+        """targets[k, c]: problem k's +-1 target for class c (one-vs-rest, or
+        class 1 against class 0 for a single problem)."""
+        positive = np.arange(n_classes) if n_classes > 2 else np.array([1])
+        return np.where(positive[:, None] == np.arange(n_classes), 1.0, -1.0)
 
     def serves(self, est, params):
         return (params == self.params
@@ -321,6 +325,100 @@ class AdaGradPath(_ShortPath):
         state = est.__dict__
         return kernels[1](self.problems, state["t_"], state["intercept_"], data, indices,
                           indptr, X.shape[0])
+
+
+class MultinomialPath(_ShortPath):
+    """``AdaGradClassifier(multi_class="multinomial")``: one problem over
+    all classes, whose state arrays are updated in place by
+    ``_adagrad_multinomial_fast.learn_rows``, which saves and checks the
+    rows of the features of the call's rows itself."""
+
+    kernels = _specialised(_adagrad_multinomial_fast.learn_rows)
+    # the per-class intercept arrays: new ones at every call (a copy that
+    # the pass updates), as a general call makes
+    intercept_arrays = ("class_intercept_", "intercept_sum_gradient_",
+                        "intercept_sum_sq_gradient_")
+    scalars = ("t_", "n_iter_", "_state_version", "intercept_") + intercept_arrays
+    get_scalars = operator.itemgetter(*scalars)
+
+    @staticmethod
+    def _class_targets(n_classes):
+        # one problem, whose targets are the class indices
+        return np.arange(n_classes, dtype=np.float64)[None, :]
+
+    @classmethod
+    def takes(cls, est):
+        """Whether the estimator's state and options allow a short path
+        (the checks a continuing call of the general path would pass)."""
+        state = est.__dict__
+        if ("class_accumulators_" not in state
+                or "alpha_" not in state  # a model pickled before alpha_ was kept
+                or not all(name in state for name in cls.scalars + ("loss_curve_",))
+                or est._kernel().name != "multinomial"
+                or state.get("_rule") != est._weight_rule()
+                or ("class_weights_" in state) != (est.update == "mirror_descent")):
+            return False
+        for name in est._in_place_arrays():
+            array = state.get(name)
+            if array is not None and not (array.flags.writeable and array.flags.c_contiguous):
+                return False
+        est._check_options(est.n_features_in_, len(est.classes_), False)
+        return True
+
+    def __init__(self, est, params):
+        super().__init__(est, params)
+        state = est.__dict__
+        self.rule = state["_rule"]
+        self.array_names = est._in_place_arrays()
+        self.arrays = tuple(map(state.get, self.array_names))
+        # the intercept arrays of each call are handed to learn_rows
+        self.problem = est._class_problem(
+            self.rule, **dict(zip(("intercept", "intercept_sum_grad", "intercept_sum_sq_grad"),
+                                  (np.array(state[name]) for name in self.intercept_arrays))))
+        self.problems = [self.problem]
+
+    def owns(self, state):
+        return (state.get("_rule") is self.rule
+                and all(map(operator.is_, map(state.get, self.array_names), self.arrays)))
+
+    def learn(self, est, rows, targets, sample_weight, largest_factor, order):
+        data, indices, indptr, is_dense, kernels = rows
+        state = est.__dict__
+        old = self.get_scalars(state)
+        curve = state["loss_curve_"]
+        n_points = len(curve)
+        intercepts = [np.array(state[name]) for name in self.intercept_arrays]
+        learnt = None
+        try:
+            # the pass, all or nothing, in one compiled call
+            learnt = kernels[0](self.problem, data, indices, indptr, is_dense, self.n_features,
+                                targets[0], sample_weight, order, largest_factor, SCALE_LIMIT,
+                                old[0], *intercepts)
+            if learnt is None:  # rows not plain, or a non-finite pass taken back
+                return False  # the general path names the fault
+            total_loss, total_weight, t = learnt
+            curve.append(total_loss / total_weight if total_weight > 0 else np.nan)
+            state.update(zip(self.scalars, (t, 1, new_state_version(), None, *intercepts)))
+            est._publish_class_intercepts()
+            # two classes: intercept_, a difference of finite class
+            # intercepts, may still overflow; the general path raises
+            published = all_finite(state["intercept_"])
+        except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
+            self._take_back(state, old, curve, n_points)
+            if _unreadable(learnt, exc):
+                return False
+            raise
+        if not published:
+            self._take_back(state, old, curve, n_points)
+        return published
+
+    def _take_back(self, state, old, curve, n_points):
+        self.problem.restore_features()
+        del curve[n_points:]
+        state.update(zip(self.scalars, old))
+
+    def scores(self, est, X, rows):
+        return None  # the general path's (see short_scores)
 
 
 class ImplicitFTRLPath(_ShortPath):

@@ -23,7 +23,7 @@ from ._adagrad_multinomial_fast import MultinomialProblem
 from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier, first_nonfinite_in_columns
 from ._dataset import as_row_arrays, row_moments
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
-from ._short_calls import AdaGradPath, short_partial_fit, short_scores
+from ._short_calls import AdaGradPath, MultinomialPath, short_partial_fit, short_scores
 
 # Penalties over the rows of the weight matrix (a feature for all classes).
 MIXED_NORM_PENALTIES = ("l1_l2", "l1_linf")
@@ -632,15 +632,21 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    _short_path_type = AdaGradPath
+    @property
+    def _short_path_type(self):
+        """The short path of calls on a few rows (``_short_calls``) that the
+        options select."""
+        return MultinomialPath if self.multi_class == "multinomial" else AdaGradPath
+
     # alpha="auto" is resolved from the first call's rows (merge and the
     # distributed trainer pin it: see sklearn_adaprox.merge)
     _resolved_params = ("alpha_",)
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        # A call on a few plain rows of a fitted element-wise model takes
-        # the short path of _short_calls (the same model, bit for bit);
-        # any other goes through the general validation and transaction.
+        # A call on a few plain rows of a fitted element-wise or multinomial
+        # model takes the short path of _short_calls (the same model, bit
+        # for bit); any other goes through the general validation and
+        # transaction.
         if short_partial_fit(self, X, y, classes, sample_weight):
             return self
         return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)

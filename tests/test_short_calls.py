@@ -1,6 +1,7 @@
 """The short path of AdaGradClassifier's calls on a few rows (_short_calls):
 the model of the general path, bit for bit, the same refusals with the same
 messages, and all or nothing."""
+import functools
 import pickle
 
 import numpy as np
@@ -55,6 +56,10 @@ def _assert_same_model(a, b):
     assert_array_equal(a.coef_, b.coef_)
 
 
+# the multinomial AdaGrad model, beside the others in the tests that take a model type
+Multinomial = functools.partial(AdaGradClassifier, multi_class="multinomial")
+
+
 def _twins(X, y, classes, **params):
     """Two models fitted on the first rows: one to stream through the short
     path, one through the general path (which sample weights take)."""
@@ -96,9 +101,37 @@ def test_short_calls_give_the_general_path_model(update, penalty, n_classes, gen
     assert_array_equal(kept, value)
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("penalty", ["l2", "l1", "elasticnet", None, "l1_l2", "l1_linf"])
+@pytest.mark.parametrize("update", ["dual_averaging", "mirror_descent", "ftrl_proximal"])
+def test_multinomial_short_calls_give_the_general_path_model(update, penalty, n_classes,
+                                                            general_calls):
+    if update == "ftrl_proximal" and penalty in ("l1_l2", "l1_linf"):
+        pytest.skip("FTRL-Proximal takes element-wise penalties only")
+    X, y = _stream(n_classes=n_classes)
+    quick, general = _twins(X, y, np.arange(n_classes), multi_class="multinomial",
+                            update=update, penalty=penalty, alpha=1e-2, l1_ratio=0.3)
+    del general_calls[:]
+    for rows in _chunks(X.shape[0], 10):
+        quick.partial_fit(X[rows], y[rows])
+        general.partial_fit(X[rows], y[rows], sample_weight=np.ones(rows.stop - rows.start))
+    assert quick not in general_calls and general in general_calls
+    _assert_same_model(quick, general)
+    assert_array_equal(quick.decision_function(X[:20]), general.decision_function(X[:20]))
+    # the per-class intercept arrays are new at every call, as the general
+    # path's: those a user kept stay what they were
+    kept = [(quick.__dict__[name], quick.__dict__[name].copy())
+            for name in ("intercept_", "class_intercept_", "intercept_sum_gradient_")]
+    quick.partial_fit(X[:1], y[:1])
+    for array, value in kept:
+        assert all(array is not quick.__dict__[name] for name in quick.__dict__)
+        assert_array_equal(array, value)
+
+
+@pytest.mark.parametrize("multi_class", ["ovr", "multinomial"])
 @pytest.mark.parametrize("form", ["csr float32", "csr int64 indices", "csr_array",
                                   "dense float64", "dense float32"])
-def test_every_plain_input_form_takes_the_short_path(form, general_calls):
+def test_every_plain_input_form_takes_the_short_path(form, multi_class, general_calls):
     X, y = _stream(n_classes=3)
     if form == "csr float32":
         X = X.astype(np.float32)
@@ -110,7 +143,7 @@ def test_every_plain_input_form_takes_the_short_path(form, general_calls):
         X = X.toarray().astype(np.float32 if "32" in form else np.float64)
     labels = np.array(["a", "b", "c"])[y]
     quick, general = _twins(X, labels, ["a", "b", "c"], class_weight={"b": 2.5},
-                            loss="log_loss", fit_intercept=False)
+                            loss="log_loss", fit_intercept=False, multi_class=multi_class)
     del general_calls[:]
     for rows in _chunks(X.shape[0], 10):
         # labels as an array, a list, with classes repeated
@@ -160,10 +193,12 @@ def _bad_calls(X, y):
     }
 
 
+@pytest.mark.parametrize("multi_class", ["ovr", "multinomial"])
 @pytest.mark.parametrize("case", list(_bad_calls(*_stream())))
-def test_what_the_short_path_declines_gets_the_general_message(case):
+def test_what_the_short_path_declines_gets_the_general_message(case, multi_class):
     X, y = _stream()
-    model = AdaGradClassifier(random_state=0).partial_fit(X[:10], y[:10], classes=[0, 1])
+    model = AdaGradClassifier(random_state=0, multi_class=multi_class).partial_fit(
+        X[:10], y[:10], classes=[0, 1])
     model.partial_fit(X[10:11], y[10:11])  # the short path is set up
     before = pickle.dumps(model)
     rows, labels, kwargs, message = _bad_calls(X, y)[case]
@@ -193,13 +228,19 @@ def test_rows_the_short_path_does_not_take_as_they_are_are_learnt_by_the_general
     np.testing.assert_allclose(quick.coef_, general.coef_, rtol=1e-12, atol=1e-15)
 
 
-def test_a_short_call_that_overflows_the_state_raises_and_changes_nothing(general_calls):
+@pytest.mark.parametrize("multi_class", ["ovr", "multinomial"])
+def test_a_short_call_that_overflows_the_state_raises_and_changes_nothing(multi_class,
+                                                                          general_calls):
     """A step size so large that a pass makes mirror descent's weights
     infinite: the short path takes its pass back and hands the call to the
-    general path, which raises."""
-    X, y = _stream()
-    model = AdaGradClassifier(eta=1e308, update="mirror_descent").partial_fit(
-        X[:1], y[:1], classes=[0, 1])
+    general path, which raises.  (Multinomial: three classes, as two
+    classes' intercept_, a difference of class intercepts of about 1e308,
+    would overflow at the first call.)"""
+    n_classes = 2 if multi_class == "ovr" else 3
+    X, y = _stream(n_classes=n_classes)
+    model = AdaGradClassifier(eta=1e308, update="mirror_descent",
+                              multi_class=multi_class).partial_fit(
+        X[:1], y[:1], classes=np.arange(n_classes))
     _assert_overflow_raises_and_changes_nothing(
         model, ((X[i:i + 1] * 1e100, y[i:i + 1]) for i in range(1, 30)), general_calls)
 
@@ -252,7 +293,7 @@ def test_a_later_problem_failing_takes_back_the_earlier_ones(model_type, general
     assert pickle.dumps(model) == before
 
 
-@pytest.mark.parametrize("model_type", [AdaGradClassifier, ImplicitFTRLClassifier])
+@pytest.mark.parametrize("model_type", [AdaGradClassifier, Multinomial, ImplicitFTRLClassifier])
 def test_an_interrupted_short_call_changes_nothing(model_type, monkeypatch):
     """An interruption once the compiled passes are made (they cannot be
     interrupted themselves) takes them back."""
@@ -260,7 +301,7 @@ def test_an_interrupted_short_call_changes_nothing(model_type, monkeypatch):
     model = model_type().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
     model.partial_fit(X[10:11], y[10:11])
     before = pickle.dumps(model)
-    table = model_type._short_path_type.kernels
+    table = model._short_path_type.kernels
     key = (np.dtype(np.float64), np.dtype(np.int32))
     kernels = table[key]
     calls = []
@@ -450,7 +491,7 @@ def _as(kind, label):
             "numpy str": np.str_}[kind](label)
 
 
-@pytest.mark.parametrize("model_type", [AdaGradClassifier, ImplicitFTRLClassifier])
+@pytest.mark.parametrize("model_type", [AdaGradClassifier, Multinomial, ImplicitFTRLClassifier])
 @pytest.mark.parametrize("label_type", ["int", "float", "bool", "numpy int", "numpy float",
                                         "numpy bool", "str", "numpy str"])
 @pytest.mark.parametrize("container", [list, np.array])
@@ -540,3 +581,26 @@ def test_classes_the_short_path_cannot_read_go_to_the_general_path(container):
             outcomes.append((type(exc), str(exc)))
     assert outcomes[0] == outcomes[1]
     _assert_same_model(quick, general)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_a_two_class_multinomial_intercept_that_overflows_goes_to_the_general_path(
+        general_calls):
+    """Two classes: intercept_ is the difference of the class intercepts,
+    which may overflow while both are finite.  Here sums set by hand make
+    the next step's class intercepts -eta u / (delta + |d|) about -+0.95e308
+    (d the step's gradient, +-(1 - p_y)).  The short path must not publish
+    the infinite difference: the general path raises, and the model is as
+    it was."""
+    X, y = _stream()
+    model = Multinomial(loss="log_loss").partial_fit(X[:10], y[:10], classes=[0, 1])
+    model.partial_fit(X[10:11], y[10:11])  # the short path is set up
+    gradient = 1.0 - model.predict_proba(X[11:12])[0, y[11]]
+    model.intercept_sum_gradient_[:] = [0.95e308 * gradient, -0.95e308 * gradient]
+    model.intercept_sum_sq_gradient_[:] = 0.0
+    before = pickle.dumps(model)
+    del general_calls[:]
+    with pytest.raises(ValueError, match="overflow in this partial_fit call: intercept_"):
+        model.partial_fit(X[11:12], y[11:12])
+    assert general_calls == [model]
+    assert pickle.dumps(model) == before
