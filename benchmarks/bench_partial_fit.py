@@ -22,7 +22,7 @@ the first call has fixed G.  ``AdaGradClassifier(multi_class="multinomial")``
 cost what its rows cost too; its calls take a short path of their own.
 
 A second table scores one row at a time: ``decision_function`` of each
-model on a one-row CSR matrix against the plain products a user could
+model (the multinomial one included) on a one-row CSR matrix against the plain products a user could
 write instead (scipy's ``row @ w`` and NumPy's ``data @ w[indices]``) and
 river's ``predict_proba_one``.
 
@@ -106,7 +106,7 @@ def main():
     RESULTS.table("score_one", "Scoring one row: microseconds per call, by width",
                   ["width", "AdaGradClassifier", "SGDClassifier", "scipy row @ w",
                    "numpy data @ w[indices]", "river predict_proba_one",
-                   "ImplicitFTRLClassifier"],
+                   "ImplicitFTRLClassifier", "AdaGrad multinomial"],
                   notes="decision_function on a one-row CSR matrix of a fitted model; the "
                   "plain products use a weight vector of the width.")
     try:
@@ -171,10 +171,12 @@ def main():
                  per_call(lambda r: r.data @ w[r.indices], rows, args.budget),
                  per_call(model.predict_proba_one, dicts[1000:2000], args.budget)
                  if river_linear is not None else np.nan,
-                 per_call(ftrl.decision_function, rows, args.budget)]
+                 per_call(ftrl.decision_function, rows, args.budget),
+                 per_call(multinomial.decision_function, rows, args.budget)]
         print(f"2^{int(np.log2(width)):<4d} score one row: ours {costs[0]:.1f}, SGD "
               f"{costs[1]:.1f}, row @ w {costs[2]:.1f}, data @ w[indices] {costs[3]:.1f}, "
-              f"river {costs[4]:.1f}, implicit FTRL {costs[5]:.1f} us", flush=True)
+              f"river {costs[4]:.1f}, implicit FTRL {costs[5]:.1f}, multinomial "
+              f"{costs[6]:.1f} us", flush=True)
         RESULTS.row("score_one", f"2^{int(np.log2(width))}", *costs)
     RESULTS.write(args.json)
 

@@ -37,8 +37,8 @@ from libc.stdint cimport int64_t
 from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyper,
                               da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
                               intercept_step, make_hyper, md_idle_steps, md_prox)
-from ._dataset cimport (RowPass, check_pass_input, index_t, learnable_rows, row_pass,
-                        step_row)
+from ._dataset cimport (RowPass, check_pass_input, index_t, learnable_rows,
+                        plain_rows_largest, row_pass, step_row)
 from ._loss cimport MultinomialLoss
 from ._prox cimport group_l2_prox, linf_prox, prox_work_size
 
@@ -473,6 +473,51 @@ def learn_rows(MultinomialProblem problem,
         problem.restore_features()
         return None
     return sums[0], sums[1], problem.t
+
+
+def csr_row_scores(MultinomialProblem problem, t_value, intercepts,
+                   const floating[::1] X_data, const index_t[::1] X_indices,
+                   const index_t[::1] X_indptr, Py_ssize_t n_rows):
+    """``scores[i, k] = <coef_k, x_i> + intercepts[k]`` for ``n_rows`` plain
+    CSR rows (``_dataset.plain_rows_largest``; else None), ``coef_`` being
+    the class weights of step t (for two classes its one row, class 1's
+    weights less class 0's) read at the rows' columns only.  Summed in each
+    row's order from 0 and then the intercept added, as the estimator's
+    general path (``csr_scores`` on ``_coef_at``) does: the same numbers,
+    bit for bit.  The state is not changed."""
+    cdef Py_ssize_t i, k, q, j, K = problem.n_classes
+    cdef Py_ssize_t n_out = K if K > 2 else 1
+    cdef const double[::1] intercept = intercepts
+    cdef bint md = problem.hyper.update == MIRROR_DESCENT
+    if intercept.shape[0] != n_out:
+        raise ValueError("one intercept per row of coef_.")
+    if plain_rows_largest(X_data, X_indices, X_indptr, False, problem.acc.shape[0],
+                          n_rows) < 0.0:
+        return None
+    problem.t = t_value
+    scores = np.empty((n_rows, n_out))
+    totals = np.empty(n_out)
+    cdef double[:, ::1] out = scores
+    cdef double[::1] total = totals
+    cdef double* w = &problem.work[5, 0]  # as coef_into reads a row
+    with nogil:
+        for i in range(n_rows):
+            for k in range(n_out):
+                total[k] = 0.0
+            for q in range(X_indptr[i], X_indptr[i + 1]):
+                j = X_indices[q]
+                if md:
+                    for k in range(K):
+                        w[k] = problem.W[j, k]
+                problem.weights_at_t(j, w, problem.t - problem.last_step[j] if md else 0)
+                if K > 2:
+                    for k in range(K):
+                        total[k] = total[k] + X_data[q] * w[k]
+                else:
+                    total[0] = total[0] + X_data[q] * (w[1] - w[0])
+            for k in range(n_out):
+                out[i, k] = total[k] + intercept[k]
+    return scores
 
 
 cdef int pass_rows(MultinomialProblem problem,

@@ -333,7 +333,8 @@ class MultinomialPath(_ShortPath):
     ``_adagrad_multinomial_fast.learn_rows``, which saves and checks the
     rows of the features of the call's rows itself."""
 
-    kernels = _specialised(_adagrad_multinomial_fast.learn_rows)
+    kernels = _specialised(_adagrad_multinomial_fast.learn_rows,
+                           _adagrad_multinomial_fast.csr_row_scores)
     # the per-class intercept arrays: new ones at every call (a copy that
     # the pass updates), as a general call makes
     intercept_arrays = ("class_intercept_", "intercept_sum_gradient_",
@@ -418,7 +419,10 @@ class MultinomialPath(_ShortPath):
         state.update(zip(self.scalars, old))
 
     def scores(self, est, X, rows):
-        return None  # the general path's (see short_scores)
+        data, indices, indptr, _, kernels = rows
+        state = est.__dict__
+        return kernels[1](self.problem, state["t_"], state["intercept_"], data, indices,
+                          indptr, X.shape[0])
 
 
 class ImplicitFTRLPath(_ShortPath):

@@ -117,7 +117,14 @@ def test_multinomial_short_calls_give_the_general_path_model(update, penalty, n_
         general.partial_fit(X[rows], y[rows], sample_weight=np.ones(rows.stop - rows.start))
     assert quick not in general_calls and general in general_calls
     _assert_same_model(quick, general)
-    assert_array_equal(quick.decision_function(X[:20]), general.decision_function(X[:20]))
+    # scores of a few rows: the short path (it takes them) against the general one
+    for rows in _chunks(20, 0):
+        assert _short_calls.short_scores(quick, X[rows]) is not None
+        assert_array_equal(quick._scores(X[rows]),
+                           BaseOnlineLinearClassifier._scores(general, X[rows]))
+    # and with coef_ materialised (the general path then reads its columns)
+    general.coef_
+    assert_array_equal(quick._scores(X[:5]), BaseOnlineLinearClassifier._scores(general, X[:5]))
     # the per-class intercept arrays are new at every call, as the general
     # path's: those a user kept stay what they were
     kept = [(quick.__dict__[name], quick.__dict__[name].copy())
