@@ -70,8 +70,9 @@ from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyp
                               adaprox_exp_pair, adaprox_log1p,
                               da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
                               intercept_step, make_hyper, md_idle_steps, md_prox)
-from ._dataset cimport (RowPass, check_pass_input, index_t, longest_row,
-                        learnable_rows, plain_rows_largest, row_pass, step_row)
+from ._dataset cimport (RowPass, check_pass_input, columns_ahead, index_t, learnable_rows,
+                        longest_row, plain_rows_largest, prefetch_entries, row_pass,
+                        state_is_wide, step_row)
 from ._loss cimport Loss
 
 # Whether the CPU (and the OS) run AVX: the dual-averaging and FTRL-Proximal
@@ -89,6 +90,20 @@ def set_avx(bint enabled):
     previous = HAVE_AVX
     HAVE_AVX = enabled and avx_available()
     _adagrad_multinomial_fast.set_avx(enabled)
+    return previous
+
+
+# Whether a pass over a wide state asks for the next row's entries a row
+# ahead (_dataset.prefetch_entries).  A hint: the results are the same.
+cdef bint PREFETCH_STATE = True
+
+
+def set_prefetch(bint enabled):
+    """Test hook: ask for the next row's state on wide states (the default)
+    or never.  Returns whether it was on before."""
+    global PREFETCH_STATE
+    previous = PREFETCH_STATE
+    PREFETCH_STATE = enabled
     return previous
 
 
@@ -680,13 +695,23 @@ cdef int pass_rows(AdaGradProblem problem,
     cdef RowPass rows = row_pass(X_data, X_indices, X_indptr, is_dense, n_features, order)
     cdef const floating* x
     cdef const index_t* idx
-    cdef Py_ssize_t s, i, nnz
+    cdef const index_t* next_idx = NULL
+    cdef Py_ssize_t s, i, nnz, next_nnz
+    # on a wide state, each row asks for the next row's (prefetch_entries)
+    cdef bint prefetch = PREFETCH_STATE and state_is_wide(is_dense, n_features,
+                                                          2 * sizeof(double))
     cdef double sw, yi, p, d
     cdef double sum_loss = 0.0, sum_weight = 0.0
 
     with nogil:
         for s in range(rows.n_steps):
             nnz = step_row(&rows, s, &i, &x, &idx)
+            if prefetch:
+                next_nnz = columns_ahead(&rows, s, &next_idx)
+                prefetch_entries(acc, 2 * sizeof(double), next_idx, next_nnz)
+                if h.update == MIRROR_DESCENT:
+                    prefetch_entries(w, sizeof(double), next_idx, next_nnz)
+                    prefetch_entries(last, sizeof(int64_t), next_idx, next_nnz)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue

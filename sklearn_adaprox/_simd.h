@@ -16,6 +16,12 @@
  * read once a pass would not evict the model, cost half the pass.  A hint
  * only: it changes no result.
  *
+ * prefetch_line: the same request for the one cache line holding p: the
+ * state entries of the next row's columns (_dataset.prefetch_entries).
+ * T2 again: a row's 400 lines asked for with T0 overflow L1 (one pass of
+ * dual averaging on 20 newsgroups hashed, 2**20 columns: 48 ms without,
+ * 42 ms with T0, 26 ms with T2; SGDClassifier 28 ms).
+ *
  * SKLEARN_ADAPROX_NO_SIMD (defined by setup.py when the environment
  * variable of that name is set at build time) compiles the plain fallbacks
  * only, as on targets other than x86, so that CI tests them on any machine.
@@ -187,12 +193,26 @@ static inline void prefetch_stream(const void *p, size_t nbytes)
     }
 }
 
+static inline void prefetch_line(const void *p)
+{
+#if defined(__GNUC__)
+    __asm__ __volatile__("prefetcht2 %0" : : "m"(*(const char *)p));
+#else
+    _mm_prefetch((const char *)p, _MM_HINT_T2);
+#endif
+}
+
 #else
 
 static inline void prefetch_stream(const void *p, size_t nbytes)
 {
     (void)p;
     (void)nbytes;
+}
+
+static inline void prefetch_line(const void *p)
+{
+    (void)p;
 }
 
 static inline void div_pair(double a0, double a1, double b0, double b1,

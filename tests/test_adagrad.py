@@ -359,6 +359,29 @@ def test_mirror_descent_catch_up_four_lanes_and_scalar(l1, l2):
     assert_allclose(scalar[moderate], expected, rtol=1e-12, atol=1e-300)
 
 
+@pytest.mark.parametrize("update", UPDATES)
+def test_asking_for_the_next_rows_state_changes_nothing(update):
+    """On a wide state (2**17 columns: 2 MiB of sums, past the threshold of
+    _dataset.state_is_wide) a pass asks for the next row's entries while it
+    computes a row (and mirror descent's weights and steps): a hint, so the
+    model is bit for bit that of a pass that does not."""
+    X, y = make_sparse_zipf(400, 2**17, 30, random_state=2)
+    clf = AdaGradClassifier(update=update, penalty="elasticnet", alpha=1e-3, max_iter=2,
+                            tol=None, random_state=0)
+    previous = _adagrad_fast.set_prefetch(False)
+    try:
+        plain = clone(clf).fit(X, y)
+        _adagrad_fast.set_prefetch(True)
+        hinted = clone(clf).fit(X, y)
+    finally:
+        _adagrad_fast.set_prefetch(previous)
+    assert np.count_nonzero(plain.coef_) > 100
+    for name in ("accumulators_", "md_weights_", "md_steps_", "intercept_"):
+        if name in plain.__dict__:
+            assert_array_equal(hinted.__dict__[name], plain.__dict__[name], err_msg=name)
+    assert hinted.loss_curve_ == plain.loss_curve_
+
+
 def test_simd_paths_of_the_build():
     """_adagrad_fast.SIMD_PATHS names the paths compiled in (setup.py,
     _simd.h): only the scalar fallbacks in a build made with

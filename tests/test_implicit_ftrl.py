@@ -17,9 +17,9 @@ from sklearn.preprocessing import StandardScaler
 from reference import losses
 from reference.implicit_ftrl import gradient_bound_reference, implicit_ftrl_reference
 from sklearn_adaprox import ImplicitFTRLClassifier, ImplicitFTRLRegressor
-from sklearn_adaprox._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
+from sklearn_adaprox._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch, set_prefetch
 from sklearn_adaprox._loss import make_loss
-from sklearn_adaprox.datasets import load_a9a
+from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
 
 UPDATES = ["linear", "truncated", "twostep", "proximal"]
 CLF_LOSSES = ["hinge", "log_loss"]
@@ -649,3 +649,25 @@ def test_the_regressor_stops_when_the_mean_loss_of_a_window_stops_improving():
     # an epoch's own loss rose before the stop, where a test of each epoch's
     # loss would have waited
     assert np.any(np.diff(curve) > 0)
+
+
+@pytest.mark.parametrize("update", ["linear", "truncated", "twostep", "proximal"])
+def test_asking_for_the_next_rows_theta_changes_nothing(update):
+    """On a wide theta (2**17 columns: 1 MiB, the threshold of
+    _dataset.state_is_wide) a pass asks for the next row's entries while it
+    computes a row: a hint, so the model is bit for bit that of a pass that
+    does not.  (log_loss: "twostep" stalls at 0 on the hinge, see the guide.)"""
+    X, y = make_sparse_zipf(400, 2**17, 30, random_state=2)
+    clf = ImplicitFTRLClassifier(update=update, loss="log_loss", max_iter=2, tol=None,
+                                 random_state=0)
+    previous = set_prefetch(False)
+    try:
+        plain = clone(clf).fit(X, y)
+        set_prefetch(True)
+        hinted = clone(clf).fit(X, y)
+    finally:
+        set_prefetch(previous)
+    assert np.count_nonzero(plain.coef_) > 100
+    assert_array_equal(hinted.scaled_coef_, plain.scaled_coef_)
+    assert_array_equal(hinted.intercept_, plain.intercept_)
+    assert hinted.loss_curve_ == plain.loss_curve_
