@@ -120,6 +120,7 @@ cdef class MultinomialProblem:
     cdef double[:, ::1] saved_acc
     cdef double[:, ::1] saved_weights
     cdef int64_t[::1] saved_steps
+    cdef Py_ssize_t saved_capacity  # 0 until the first save: no buffers yet
     cdef Py_ssize_t n_saved
 
     def __init__(self, *, MultinomialLoss loss, str update, str penalty, double eta,
@@ -157,6 +158,7 @@ cdef class MultinomialProblem:
             self.W = np.zeros((0 if self.closed_form else n_features, self.n_classes))
             self.last_step = np.zeros(0, dtype=np.int64)
         self.work = np.zeros((6, self.n_classes + prox_work_size(self.n_classes)))
+        self.saved_capacity = 0
         self.n_saved = 0
 
     cdef int save_features(self, const index_t[::1] features) except -1:
@@ -164,12 +166,13 @@ cdef class MultinomialProblem:
         ``restore_features``.  O(n_classes len(features))."""
         cdef Py_ssize_t s, j, k, K = self.n_classes, n = features.shape[0]
         cdef bint md = self.hyper.update == MIRROR_DESCENT
-        if self.saved_features is None or self.saved_features.shape[0] < n:
+        if self.saved_capacity < n:
             n = max(n, 64)
             self.saved_features = np.empty(n, dtype=np.int64)
             self.saved_acc = np.empty((n, 2 * K))
             self.saved_weights = np.empty((n, K if md else 0))
             self.saved_steps = np.empty(n, dtype=np.int64)
+            self.saved_capacity = n
         for s in range(features.shape[0]):
             j = features[s]
             self.saved_features[s] = j
