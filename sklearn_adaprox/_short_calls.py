@@ -228,6 +228,14 @@ class _ShortPath:
         return targets, sample_weight, self.largest_weight
 
 
+def _writable_arrays(state, names):
+    """Whether the arrays ``names`` of the state that exist can be updated
+    in place by a kernel (writable and C-contiguous)."""
+    return all(state.get(name) is None
+               or (state[name].flags.writeable and state[name].flags.c_contiguous)
+               for name in names)
+
+
 def _unreadable(learnt, exc):
     """Whether the exception of a short call is the kernel refusing the
     estimator's arrays (say an ``intercept_`` that a user replaced by one
@@ -264,10 +272,8 @@ class AdaGradPath(_ShortPath):
                 or state.get("_rule") != est._weight_rule()
                 or ("md_weights_" in state) != (est.update == "mirror_descent")):
             return False
-        for name in est._in_place_arrays() + cls.intercept_sums:
-            array = state.get(name)
-            if array is not None and not (array.flags.writeable and array.flags.c_contiguous):
-                return False
+        if not _writable_arrays(state, est._in_place_arrays() + cls.intercept_sums):
+            return False
         est._check_options(est.n_features_in_, len(est.classes_), False)
         return True
 
@@ -359,10 +365,8 @@ class MultinomialPath(_ShortPath):
                 or state.get("_rule") != est._weight_rule()
                 or ("class_weights_" in state) != (est.update == "mirror_descent")):
             return False
-        for name in est._in_place_arrays():
-            array = state.get(name)
-            if array is not None and not (array.flags.writeable and array.flags.c_contiguous):
-                return False
+        if not _writable_arrays(state, est._in_place_arrays()):
+            return False
         est._check_options(est.n_features_in_, len(est.classes_), False)
         return True
 
@@ -378,9 +382,7 @@ class MultinomialPath(_ShortPath):
                                   (np.array(state[name]) for name in self.intercept_arrays))))
         self.problems = [self.problem]
 
-    def owns(self, state):
-        return (state.get("_rule") is self.rule
-                and all(map(operator.is_, map(state.get, self.array_names), self.arrays)))
+    owns = AdaGradPath.owns  # the same rule object and in-place arrays
 
     def learn(self, est, rows, targets, sample_weight, largest_factor, order):
         data, indices, indptr, is_dense, kernels = rows
