@@ -244,35 +244,31 @@ def _unreadable(learnt, exc):
     return learnt is None and isinstance(exc, (ValueError, TypeError))
 
 
-class AdaGradPath(_ShortPath):
-    """``AdaGradClassifier`` with an element-wise kernel: the state arrays
-    are updated in place by ``_adagrad_fast.learn_rows``, which saves and
-    checks the entries of the rows' columns itself."""
+class _AdaGradStatePath(_ShortPath):
+    """What the two AdaGrad paths share: a state of arrays updated in place
+    (the estimator's ``_in_place_arrays`` and ``in_place_extra``) under the
+    frozen weight rule ``_rule``, in the layout of the kernel
+    ``kernel_name`` (``layout_array``: its sums; ``md_array``: mirror
+    descent's weights), and the scalars a call changes (``scalars``)."""
 
-    kernels = _specialised(_adagrad_fast.learn_rows,
-                           _adagrad_fast.csr_row_scores)
-    # what a short call changes besides the in-place arrays and loss_curve_:
-    # the intercept's sums (in place, as the accumulators) and these
-    # (replaced, as a general call does: a user may keep the intercept_ of
-    # each call)
-    intercept_sums = ("intercept_sum_gradient_", "intercept_sum_sq_gradient_")
-    scalars = ("t_", "n_iter_", "_state_version", "intercept_")
-    get_scalars = operator.itemgetter(*scalars)  # a tuple: quicker than a map
+    kernel_name = layout_array = md_array = None  # set by each subclass
+    in_place_extra = ()
+    scalars = ()
 
     @classmethod
     def takes(cls, est):
         """Whether the estimator's state and options allow a short path
         (the checks a continuing call of the general path would pass)."""
         state = est.__dict__
-        if ("accumulators_" not in state
+        if (cls.layout_array not in state
                 or "alpha_" not in state  # a model pickled before alpha_ was kept
                 or not all(name in state
-                           for name in cls.scalars + cls.intercept_sums + ("loss_curve_",))
-                or est._kernel().name != "elementwise"
+                           for name in cls.scalars + cls.in_place_extra + ("loss_curve_",))
+                or est._kernel().name != cls.kernel_name
                 or state.get("_rule") != est._weight_rule()
-                or ("md_weights_" in state) != (est.update == "mirror_descent")):
+                or (cls.md_array in state) != (est.update == "mirror_descent")):
             return False
-        if not _writable_arrays(state, est._in_place_arrays() + cls.intercept_sums):
+        if not _writable_arrays(state, est._in_place_arrays() + cls.in_place_extra):
             return False
         est._check_options(est.n_features_in_, len(est.classes_), False)
         return True
@@ -280,20 +276,41 @@ class AdaGradPath(_ShortPath):
     def __init__(self, est, params):
         super().__init__(est, params)
         state = est.__dict__
-        # the rule object itself: a general call replaces it (and the
-        # intercept arrays), short calls do not
+        # the rule object itself: a general call replaces it, short calls
+        # do not
         self.rule = state["_rule"]
-        self.array_names = est._in_place_arrays() + self.intercept_sums
+        self.array_names = est._in_place_arrays() + self.in_place_extra
         self.arrays = tuple(map(state.get, self.array_names))
-        self.problems = [
-            est._problem(k, self.rule, intercept=0.0, intercept_sum_grad=0.0,
-                         intercept_sum_sq_grad=0.0)
-            for k in range(state["accumulators_"].shape[0])
-        ]
 
     def owns(self, state):
         return (state.get("_rule") is self.rule
                 and all(map(operator.is_, map(state.get, self.array_names), self.arrays)))
+
+
+class AdaGradPath(_AdaGradStatePath):
+    """``AdaGradClassifier`` with an element-wise kernel: the state arrays
+    are updated in place by ``_adagrad_fast.learn_rows``, which saves and
+    checks the entries of the rows' columns itself."""
+
+    kernels = _specialised(_adagrad_fast.learn_rows,
+                           _adagrad_fast.csr_row_scores)
+    kernel_name, layout_array, md_array = "elementwise", "accumulators_", "md_weights_"
+    # what a short call changes besides the in-place arrays and loss_curve_:
+    # the intercept's sums (in place, as the accumulators) and these
+    # (replaced, as a general call does: a user may keep the intercept_ of
+    # each call)
+    intercept_sums = in_place_extra = ("intercept_sum_gradient_",
+                                       "intercept_sum_sq_gradient_")
+    scalars = ("t_", "n_iter_", "_state_version", "intercept_")
+    get_scalars = operator.itemgetter(*scalars)  # a tuple: quicker than a map
+
+    def __init__(self, est, params):
+        super().__init__(est, params)
+        self.problems = [
+            est._problem(k, self.rule, intercept=0.0, intercept_sum_grad=0.0,
+                         intercept_sum_sq_grad=0.0)
+            for k in range(est.__dict__["accumulators_"].shape[0])
+        ]
 
     def learn(self, est, rows, targets, sample_weight, largest_factor, order):
         data, indices, indptr, is_dense, kernels = rows
@@ -333,7 +350,7 @@ class AdaGradPath(_ShortPath):
                           indptr, X.shape[0])
 
 
-class MultinomialPath(_ShortPath):
+class MultinomialPath(_AdaGradStatePath):
     """``AdaGradClassifier(multi_class="multinomial")``: one problem over
     all classes, whose state arrays are updated in place by
     ``_adagrad_multinomial_fast.learn_rows``, which saves and checks the
@@ -341,6 +358,7 @@ class MultinomialPath(_ShortPath):
 
     kernels = _specialised(_adagrad_multinomial_fast.learn_rows,
                            _adagrad_multinomial_fast.csr_row_scores)
+    kernel_name, layout_array, md_array = "multinomial", "class_accumulators_", "class_weights_"
     # the per-class intercept arrays: new ones at every call (a copy that
     # the pass updates), as a general call makes
     intercept_arrays = ("class_intercept_", "intercept_sum_gradient_",
@@ -353,36 +371,14 @@ class MultinomialPath(_ShortPath):
         # one problem, whose targets are the class indices
         return np.arange(n_classes, dtype=np.float64)[None, :]
 
-    @classmethod
-    def takes(cls, est):
-        """Whether the estimator's state and options allow a short path
-        (the checks a continuing call of the general path would pass)."""
-        state = est.__dict__
-        if ("class_accumulators_" not in state
-                or "alpha_" not in state  # a model pickled before alpha_ was kept
-                or not all(name in state for name in cls.scalars + ("loss_curve_",))
-                or est._kernel().name != "multinomial"
-                or state.get("_rule") != est._weight_rule()
-                or ("class_weights_" in state) != (est.update == "mirror_descent")):
-            return False
-        if not _writable_arrays(state, est._in_place_arrays()):
-            return False
-        est._check_options(est.n_features_in_, len(est.classes_), False)
-        return True
-
     def __init__(self, est, params):
         super().__init__(est, params)
         state = est.__dict__
-        self.rule = state["_rule"]
-        self.array_names = est._in_place_arrays()
-        self.arrays = tuple(map(state.get, self.array_names))
         # the intercept arrays of each call are handed to learn_rows
         self.problem = est._class_problem(
             self.rule, **dict(zip(("intercept", "intercept_sum_grad", "intercept_sum_sq_grad"),
                                   (np.array(state[name]) for name in self.intercept_arrays))))
         self.problems = [self.problem]
-
-    owns = AdaGradPath.owns  # the same rule object and in-place arrays
 
     def learn(self, est, rows, targets, sample_weight, largest_factor, order):
         data, indices, indptr, is_dense, kernels = rows
