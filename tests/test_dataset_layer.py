@@ -79,7 +79,7 @@ def test_shuffled_order_draws_every_permutation_equally_often():
 
 
 @pytest.mark.parametrize("nnz", [0, 1, 30, 5000])
-@pytest.mark.parametrize("n_features", [1, 64, 1000, 2**22])
+@pytest.mark.parametrize("n_features", [1, 64, 1000, 1003, 2**22])
 def test_touched_columns_are_the_sorted_distinct_indices(nnz, n_features):
     indices = np.random.RandomState(nnz).randint(0, n_features, nnz).astype(np.int32)
     got = touched_columns(indices, n_features)
