@@ -216,42 +216,65 @@ def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
 
     A map of the columns (zero pages until written) and one scan of it:
     O(nnz + n_features / 64) with one bit per column, where sorting would
-    be O(nnz log nnz); a few entries (a row or two of a wide model) are
-    sorted instead.  Many entries (a large chunk) mark a byte per column:
-    setting a bit reads its word first, and on text the frequent columns
-    share a few words, so every entry would wait for the one before; a
-    byte is only written.
+    be O(nnz log nnz); fewer entries than one per 2048 columns (a few rows
+    of a wide model) are sorted instead, which then costs less than
+    clearing and scanning the map (5,000 entries: sorted in 112 us, a map
+    of 2**24 bits in 201 us; of 2**20 bits in 18 us).  Many entries (a
+    large chunk) mark a byte per column: setting a bit reads its word
+    first, and on text the frequent columns share a few words, so every
+    entry would wait for the one before; a byte is only written.
     """
     cdef Py_ssize_t nnz = indices.shape[0]
-    if nnz < n_features // 4096:
+    if nnz < n_features // 2048:
         return sorted_distinct(np.asarray(indices))
     if nnz >= n_features // 16:
         return _touched_by_bytes(indices, n_features)
+    return _touched_by_bits(indices, n_features)
+
+
+# The position of a word's lowest set bit from a multiplication: the top six
+# bits of (lowest bit) * DE_BRUIJN_64 differ for each of the 64 positions
+# (a de Bruijn sequence), and LOWEST_BIT maps them back.  Portable, and one
+# step per set bit where shifting the word along took one per bit position.
+cdef uint64_t DE_BRUIJN_64 = 0x03F79D71B4CB0A89ULL
+cdef uint8_t LOWEST_BIT[64]
+
+
+cdef int fill_lowest_bit() except -1:
+    cdef int position
+    for position in range(64):  # in uint64_t arithmetic: the product wraps
+        LOWEST_BIT[((<uint64_t> 1 << position) * DE_BRUIJN_64) >> 58] = position
+    return 0
+
+
+fill_lowest_bit()
+
+
+cdef _touched_by_bits(const index_t[::1] indices, Py_ssize_t n_features):
+    """touched_columns with a bit per column: the map, then one scan of its
+    words that passes over a word of zeros with one test and writes out the
+    set bits of the others lowest first.  The distinct columns are at most
+    the entries: the output is made that long and cut, instead of a second
+    scan to count them.  5,000 random entries took 186 us at 2**20 columns
+    and 573 us at 2**24 with a count scan and then a scan that shifted each
+    word along bit by bit; 18 and 201 us so (50,000: 1,068 -> 84 us and
+    2,724 -> 584 us)."""
     cdef uint64_t[::1] bits = np.zeros(n_features // 64 + 1, dtype=np.uint64)
-    cdef Py_ssize_t k, w, b, n = 0
-    cdef uint64_t word
+    cdef Py_ssize_t k, w, n = 0
+    cdef uint64_t word, lowest
+    columns = np.empty(indices.shape[0], dtype=np.int64)
+    cdef int64_t[::1] out = columns
     with nogil:
-        for k in range(nnz):
+        for k in range(indices.shape[0]):
             bits[indices[k] >> 6] |= (<uint64_t> 1) << (indices[k] & 63)
         for w in range(bits.shape[0]):
             word = bits[w]
-            while word:  # count the set bits: one step per bit
-                word &= word - 1
-                n += 1
-    columns = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] out = columns
-    n = 0
-    with nogil:
-        for w in range(bits.shape[0]):
-            word = bits[w]
-            b = 0
             while word:
-                if word & 1:
-                    out[n] = 64 * w + b
-                    n += 1
-                word >>= 1
-                b += 1
-    return columns
+                lowest = word & (~word + 1)
+                out[n] = 64 * w + LOWEST_BIT[(lowest * DE_BRUIJN_64) >> 58]
+                n += 1
+                word ^= lowest
+    return columns[:n]
 
 
 def csr_scores(const floating[::1] data, const int64_t[::1] positions,
