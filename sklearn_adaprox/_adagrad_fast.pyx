@@ -70,9 +70,9 @@ from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyp
                               adaprox_exp_pair, adaprox_log1p,
                               da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
                               intercept_step, make_hyper, md_idle_steps, md_prox)
-from ._dataset cimport (RowPass, check_pass_input, columns_ahead, index_t, learnable_rows,
-                        longest_row, plain_rows_largest, prefetch_entries, row_pass,
-                        state_is_wide, step_row)
+from ._dataset cimport (RowPass, asks_for_state_ahead, check_pass_input, columns_ahead,
+                        index_t, learnable_rows, longest_row, plain_rows_largest,
+                        prefetch_entries, row_pass, step_row)
 from ._loss cimport Loss
 
 # Whether the CPU (and the OS) run AVX: the dual-averaging and FTRL-Proximal
@@ -90,20 +90,6 @@ def set_avx(bint enabled):
     previous = HAVE_AVX
     HAVE_AVX = enabled and avx_available()
     _adagrad_multinomial_fast.set_avx(enabled)
-    return previous
-
-
-# Whether a pass over a wide state asks for the next row's entries a row
-# ahead (_dataset.prefetch_entries).  A hint: the results are the same.
-cdef bint PREFETCH_STATE = True
-
-
-def set_prefetch(bint enabled):
-    """Test hook: ask for the next row's state on wide states (the default)
-    or never.  Returns whether it was on before."""
-    global PREFETCH_STATE
-    previous = PREFETCH_STATE
-    PREFETCH_STATE = enabled
     return previous
 
 
@@ -698,8 +684,7 @@ cdef int pass_rows(AdaGradProblem problem,
     cdef const index_t* next_idx = NULL
     cdef Py_ssize_t s, i, nnz, next_nnz
     # on a wide state, each row asks for the next row's (prefetch_entries)
-    cdef bint prefetch = PREFETCH_STATE and state_is_wide(is_dense, n_features,
-                                                          2 * sizeof(double))
+    cdef bint prefetch = asks_for_state_ahead(is_dense, n_features, 2 * sizeof(double))
     cdef double sw, yi, p, d
     cdef double sum_loss = 0.0, sum_weight = 0.0
 

@@ -167,6 +167,12 @@ cdef inline bint state_is_wide(bint is_dense, Py_ssize_t n_features,
     return not is_dense and n_features * entry_bytes >= PREFETCH_STATE_BYTES
 
 
+# state_is_wide, unless the test hook _dataset.set_prefetch has turned the
+# requests off: what a pass tests once to decide whether it asks ahead.
+cdef bint asks_for_state_ahead(bint is_dense, Py_ssize_t n_features,
+                               Py_ssize_t entry_bytes) noexcept nogil
+
+
 cdef inline Py_ssize_t sparse_row_columns(const RowPass* rows, Py_ssize_t s,
                                           const index_t** columns) noexcept nogil:
     """Point ``columns`` at the columns of the sparse row of step ``s`` and

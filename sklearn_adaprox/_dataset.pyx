@@ -210,6 +210,26 @@ def sorted_distinct(values):
     return out
 
 
+# Whether the passes over wide states ask for the next row's entries a row
+# ahead (prefetch_entries), in every kernel.  A hint: the results are the
+# same.
+cdef bint PREFETCH_STATE = True
+
+
+def set_prefetch(bint enabled):
+    """Test hook: passes ask for the next row's state on wide states (the
+    default) or never.  Returns whether they did before."""
+    global PREFETCH_STATE
+    previous = PREFETCH_STATE
+    PREFETCH_STATE = enabled
+    return previous
+
+
+cdef bint asks_for_state_ahead(bint is_dense, Py_ssize_t n_features,
+                               Py_ssize_t entry_bytes) noexcept nogil:
+    return PREFETCH_STATE and state_is_wide(is_dense, n_features, entry_bytes)
+
+
 def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
     """The distinct columns named by ``indices`` (all in [0, n_features)),
     sorted, as int64: what a pass over those entries can change.

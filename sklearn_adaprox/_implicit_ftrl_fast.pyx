@@ -42,9 +42,9 @@ from libc.float cimport DBL_MAX
 from libc.math cimport NAN, fabs, fmax, fmin
 from libc.stdint cimport int64_t
 
-from ._dataset cimport (RowPass, check_pass_input, columns_ahead, index_t, learnable_rows,
-                        plain_rows_largest, prefetch_entries, row_pass, state_is_wide,
-                        step_row)
+from ._dataset cimport (RowPass, asks_for_state_ahead, check_pass_input, columns_ahead,
+                        index_t, learnable_rows, plain_rows_largest, prefetch_entries,
+                        row_pass, step_row)
 from ._loss cimport Loss
 
 cdef enum:
@@ -59,19 +59,6 @@ UPDATE_CODES = {
     "twostep": TWOSTEP,
     "proximal": PROXIMAL,
 }
-
-# Whether a pass over a wide theta asks for the next row's entries a row
-# ahead (_dataset.prefetch_entries).  A hint: the results are the same.
-cdef bint PREFETCH_STATE = True
-
-
-def set_prefetch(bint enabled):
-    """Test hook: ask for the next row's theta on wide states (the default)
-    or never.  Returns whether it was on before."""
-    global PREFETCH_STATE
-    previous = PREFETCH_STATE
-    PREFETCH_STATE = enabled
-    return previous
 
 
 @cython.final
@@ -325,7 +312,7 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
     cdef double h, yi, v, dot, sq, p, lv, d, cz, lam_next, delta, dw2, p_new
     cdef double sum_loss = 0.0, sum_weight = 0.0
     # on a wide theta, each row asks for the next row's (prefetch_entries)
-    cdef bint prefetch = PREFETCH_STATE and state_is_wide(is_dense, n_features, sizeof(double))
+    cdef bint prefetch = asks_for_state_ahead(is_dense, n_features, sizeof(double))
 
     with nogil:
         for s in range(rows.n_steps):

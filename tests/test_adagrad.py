@@ -13,7 +13,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import accuracy_score
 
 from reference.adagrad import adagrad_reference, ftrl_proximal_mcmahan
-from sklearn_adaprox import AdaGradClassifier, _adagrad_fast
+from sklearn_adaprox import AdaGradClassifier, _adagrad_fast, _dataset
 from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
 
 LOSSES = ["hinge", "log_loss", "squared_hinge", "modified_huber"]
@@ -368,13 +368,13 @@ def test_asking_for_the_next_rows_state_changes_nothing(update):
     X, y = make_sparse_zipf(400, 2**17, 30, random_state=2)
     clf = AdaGradClassifier(update=update, penalty="elasticnet", alpha=1e-3, max_iter=2,
                             tol=None, random_state=0)
-    previous = _adagrad_fast.set_prefetch(False)
+    previous = _dataset.set_prefetch(False)
     try:
         plain = clone(clf).fit(X, y)
-        _adagrad_fast.set_prefetch(True)
+        _dataset.set_prefetch(True)
         hinted = clone(clf).fit(X, y)
     finally:
-        _adagrad_fast.set_prefetch(previous)
+        _dataset.set_prefetch(previous)
     assert np.count_nonzero(plain.coef_) > 100
     for name in ("accumulators_", "md_weights_", "md_steps_", "intercept_"):
         if name in plain.__dict__:

@@ -17,7 +17,8 @@ from sklearn.preprocessing import StandardScaler
 from reference import losses
 from reference.implicit_ftrl import gradient_bound_reference, implicit_ftrl_reference
 from sklearn_adaprox import ImplicitFTRLClassifier, ImplicitFTRLRegressor
-from sklearn_adaprox._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch, set_prefetch
+from sklearn_adaprox._dataset import set_prefetch
+from sklearn_adaprox._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
 from sklearn_adaprox._loss import make_loss
 from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
 
