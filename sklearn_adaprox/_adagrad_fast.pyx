@@ -40,8 +40,7 @@ import numpy as np
 
 cimport cython
 from cython cimport floating
-from libc.float cimport DBL_MAX
-from libc.math cimport fabs, sqrt
+from libc.math cimport isfinite, sqrt
 from libc.stdint cimport int32_t, int64_t
 
 cdef extern from "_simd.h" nogil:
@@ -50,7 +49,7 @@ cdef extern from "_simd.h" nogil:
     bint avx_available()
     double quotient_sum_avx(const double* acc, const int32_t* idx, const double* x,
                             Py_ssize_t nnz, double shift)
-    void root_update_avx(double* acc, const int32_t* idx, const double* x,
+    bint root_update_avx(double* acc, const int32_t* idx, const double* x,
                          Py_ssize_t nnz, double d)
     double threshold_quotient_sum_avx(const double* acc, const int32_t* idx,
                                       const double* x, Py_ssize_t nnz, double eta,
@@ -61,10 +60,12 @@ cdef extern from "_simd.h" nogil:
     Py_ssize_t md_idle_row_avx(double* w, const double* root, const double* idle,
                                Py_ssize_t nnz, double eta, double delta, double l1, double l2)
     Py_ssize_t ftrl_step_avx(double* acc, const int32_t* idx, const double* x,
-                             const double* row_w, Py_ssize_t nnz, double d, double inv_eta)
+                             const double* row_w, Py_ssize_t nnz, double d, double inv_eta,
+                             int* nonfinite)
     Py_ssize_t md_step_avx(double* acc, double* w, int64_t* last, const int32_t* idx,
                            const double* x, Py_ssize_t nnz, double d, int64_t t, double eta,
-                           double delta, double l1, double l2, bint penalised)
+                           double delta, double l1, double l2, bint penalised,
+                           int* nonfinite_sums, int* nonfinite_weights)
 
 from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyper,
                               adaprox_exp_pair, adaprox_log1p,
@@ -148,7 +149,11 @@ cdef class AdaGradProblem:
     * mirror descent: ``w`` the weights, ``w[j]`` current at step
       ``last_step[j]`` (one-element stand-ins for the other rules).
 
-    The intercept scalars and ``t`` are read back through the attributes.
+    The intercept scalars and ``t`` are read back through the attributes,
+    and whether the last pass wrote a NaN or infinite entry of ``acc``
+    (``wrote_nonfinite_sums``) or of ``w`` (``wrote_nonfinite_weights``):
+    each value is tested as it is written, so that the estimator's finite
+    checks need not read the state again.
     ``coef_into`` / ``coef_at`` give the weights of step ``t`` without
     changing anything (the estimator's ``coef_``).  It is never kept as
     fitted state.
@@ -173,6 +178,8 @@ cdef class AdaGradProblem:
     cdef public double intercept_sum_grad
     cdef public double intercept_sum_sq_grad
     cdef public int64_t t
+    cdef public bint wrote_nonfinite_sums
+    cdef public bint wrote_nonfinite_weights
 
     def __init__(self, *, Loss loss, str update, double eta, double delta,
                  double l1, double l2, bint fit_intercept, double[:, ::1] acc,
@@ -233,23 +240,6 @@ cdef class AdaGradProblem:
                 self.w[j] = self.saved_values[s, 2]
                 self.last_step[j] = self.saved_steps[s]
         self.n_saved = 0
-
-    def saved_columns_finite(self):
-        """Whether the saved columns' entries and the intercept's scalars
-        are all finite now: what a pass over rows of those columns can have
-        made infinite or NaN."""
-        cdef Py_ssize_t s, j
-        cdef bint md = self.hyper.update == MIRROR_DESCENT
-        cdef double total = (self.intercept + self.intercept_sum_grad
-                             + self.intercept_sum_sq_grad)
-        for s in range(self.n_saved):
-            j = self.saved_columns[s]
-            # a sum is finite only if every term is (NaN and infinities
-            # propagate), unless it overflows, which only refuses more
-            total += self.acc[j, 0] + self.acc[j, 1]
-            if md:
-                total += self.w[j]
-        return fabs(total) <= DBL_MAX
 
     def coef_into(self, double[::1] out not None):
         """Every weight of step t into ``out`` (O(n_features))."""
@@ -388,37 +378,43 @@ cdef inline double da_margin(const floating* x, const index_t* idx, Py_ssize_t n
     return p
 
 
-cdef inline void da_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
+cdef inline bint da_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
                            double d, double* acc) noexcept nogil:
     # The non-zero entries go two at a time through one packed square root
     # (bit-identical to two scalar ones; the indices of a row are distinct).
+    # Returns whether a value written is NaN or infinite.
     cdef Py_ssize_t k, j, j0 = -1
     cdef double g, g0 = 0.0
+    cdef bint nonfinite = False
     if floating is double and index_t is int32_t:
         if HAVE_AVX:  # four at a time, same results
-            root_update_avx(acc, idx, x, nnz, d)
-            return
+            return root_update_avx(acc, idx, x, nnz, d)
     for k in range(nnz):
         if x[k] == 0.0:
             continue
         j = 2 * idx[k]
         g = d * x[k]
         acc[j] += g
+        nonfinite |= not isfinite(acc[j])
         if j0 < 0:
             j0 = j
             g0 = g
             continue
         sqrt_pair(acc[j0 + 1] * acc[j0 + 1] + g0 * g0, acc[j + 1] * acc[j + 1] + g * g,
                   &acc[j0 + 1], &acc[j + 1])
+        nonfinite |= not (isfinite(acc[j0 + 1]) and isfinite(acc[j + 1]))
         j0 = -1
     if j0 >= 0:
         acc[j0 + 1] = sqrt(acc[j0 + 1] * acc[j0 + 1] + g0 * g0)
+        nonfinite |= not isfinite(acc[j0 + 1])
+    return nonfinite
 
 
 cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
                              double* w, const double* acc, int64_t* last,
-                             int64_t t, Hyper h, double* row) noexcept nogil:
-    # Mirror descent: catch each weight up over its idle steps, store it.
+                             int64_t t, Hyper h, double* row, bint* nonfinite) noexcept nogil:
+    # Mirror descent: catch each weight up over its idle steps, store it
+    # (``nonfinite``: set if a weight stored is NaN or infinite).
     cdef Py_ssize_t k, j
     cdef double p = 0.0
     cdef double* row_root = row + nnz
@@ -454,21 +450,27 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
         j = idx[k]
         w[j] = row[k]
         last[j] = t
+        nonfinite[0] |= not isfinite(row[k])
         p += row[k] * x[k]
     return p
 
 
 cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
                            double d, double* w, double* acc, int64_t* last,
-                           int64_t t, Hyper h) noexcept nogil:
+                           int64_t t, Hyper h, bint* nonfinite_sums,
+                           bint* nonfinite_weights) noexcept nogil:
     # The step number t is the one being taken (weights were current at t-1).
+    # Sets the flags if a value written is NaN or infinite.
     cdef Py_ssize_t k = 0, j
     cdef double g, H
     cdef bint penalised = h.l1 != 0.0 or h.l2 != 0.0  # else md_prox(z) is z
+    cdef int avx_sums = 0, avx_weights = 0
     if floating is double and index_t is int32_t:
         if HAVE_AVX:  # four square roots and divisions at a time, same results
             k = md_step_avx(acc, w, last, idx, x, nnz, d, t, h.eta, h.delta, h.l1, h.l2,
-                            penalised)
+                            penalised, &avx_sums, &avx_weights)
+            nonfinite_sums[0] |= avx_sums != 0
+            nonfinite_weights[0] |= avx_weights != 0
     for k in range(k, nnz):
         if x[k] == 0.0:
             continue
@@ -476,12 +478,14 @@ cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz
         g = d * x[k]
         acc[2 * j] += g
         acc[2 * j + 1] = sqrt(acc[2 * j + 1] * acc[2 * j + 1] + g * g)
+        nonfinite_sums[0] |= not (isfinite(acc[2 * j]) and isfinite(acc[2 * j + 1]))
         H = h.delta + acc[2 * j + 1]
         if H > 0.0:  # H == 0 only for a zero weight that has never moved
             w[j] = w[j] - h.eta * g / H
             if penalised:
                 w[j] = md_prox(w[j], H, h)
                 last[j] = t
+            nonfinite_weights[0] |= not isfinite(w[j])
 
 
 cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
@@ -504,14 +508,16 @@ cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t
     return p
 
 
-cdef inline void ftrl_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
+cdef inline bint ftrl_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
                              double d, const double* row_w, double* acc,
                              Hyper h) noexcept nogil:
+    # Returns whether a value written is NaN or infinite.
     cdef Py_ssize_t k = 0, j
     cdef double g, root, new_root
+    cdef int nonfinite = 0
     if floating is double and index_t is int32_t:
         if HAVE_AVX:  # four square roots and divisions at a time, same results
-            k = ftrl_step_avx(acc, idx, x, row_w, nnz, d, h.inv_eta)
+            k = ftrl_step_avx(acc, idx, x, row_w, nnz, d, h.inv_eta, &nonfinite)
     for k in range(k, nnz):
         if x[k] == 0.0:
             continue
@@ -521,6 +527,8 @@ cdef inline void ftrl_update(const floating* x, const index_t* idx, Py_ssize_t n
         new_root = sqrt(root * root + g * g)
         acc[2 * j] += ftrl_z_step(g, root, new_root, row_w[k], h)
         acc[2 * j + 1] = new_root
+        nonfinite |= not (isfinite(acc[2 * j]) and isfinite(new_root))
+    return nonfinite != 0
 
 
 def run_epoch(AdaGradProblem problem,
@@ -687,6 +695,7 @@ cdef int pass_rows(AdaGradProblem problem,
     cdef bint prefetch = asks_for_state_ahead(is_dense, n_features, 2 * sizeof(double))
     cdef double sw, yi, p, d
     cdef double sum_loss = 0.0, sum_weight = 0.0
+    cdef bint nonfinite_sums = False, nonfinite_weights = False
 
     with nogil:
         for s in range(rows.n_steps):
@@ -708,7 +717,8 @@ cdef int pass_rows(AdaGradProblem problem,
                     b = da_intercept(u_b, 0.0, <double> t, h)
                 p = b + da_margin(x, idx, nnz, acc, <double> t, h)
             elif h.update == MIRROR_DESCENT:
-                p = b + md_margin(x, idx, nnz, w, acc, last, t, h, row_w)
+                p = b + md_margin(x, idx, nnz, w, acc, last, t, h, row_w,
+                                  &nonfinite_weights)
             else:
                 p = b + ftrl_margin(x, idx, nnz, row_w, acc, <double> t, h)
             sum_loss += sw * loss.loss(yi, p)
@@ -723,11 +733,12 @@ cdef int pass_rows(AdaGradProblem problem,
                 # form covers this step when the features are next read.
                 continue
             if h.update == DUAL_AVERAGING:
-                da_update(x, idx, nnz, d, acc)
+                nonfinite_sums |= da_update(x, idx, nnz, d, acc)
             elif h.update == MIRROR_DESCENT:
-                md_update(x, idx, nnz, d, w, acc, last, t, h)
+                md_update(x, idx, nnz, d, w, acc, last, t, h, &nonfinite_sums,
+                          &nonfinite_weights)
             else:
-                ftrl_update(x, idx, nnz, d, row_w, acc, h)
+                nonfinite_sums |= ftrl_update(x, idx, nnz, d, row_w, acc, h)
 
             if fit_intercept:
                 b = intercept_step(b, &u_b, &ssq_b, d, <double> t, h)
@@ -739,7 +750,10 @@ cdef int pass_rows(AdaGradProblem problem,
     problem.intercept = b
     problem.intercept_sum_grad = u_b
     problem.intercept_sum_sq_grad = ssq_b
-    if all_or_nothing and not problem.saved_columns_finite():
+    problem.wrote_nonfinite_sums = nonfinite_sums
+    problem.wrote_nonfinite_weights = nonfinite_weights
+    if all_or_nothing and (nonfinite_sums or nonfinite_weights
+                           or not (isfinite(b) and isfinite(u_b) and isfinite(ssq_b))):
         problem.restore_columns()
         return 1
     sums[0] = sum_loss

@@ -347,9 +347,9 @@ class BaseOnlineLinearModel(BaseEstimator):
         finite as it was); ``_run_epoch`` then stores the name of one that
         holds NaN or infinity in ``_kernel_nonfinite``, and
         ``_check_finite_state`` does not read them.  For state that every
-        step may move, not only in X's columns (so not ``_in_place_arrays``),
-        on a wide model: a read of it per pass costs more than the pass.
-        Default: none."""
+        step may move, on a wide model, and for the arrays updated in place
+        by a kernel that tests each value as it writes it: a read per pass
+        costs more than the pass.  Default: none."""
         return ()
 
     def _prepare_continuing_state(self):
@@ -500,7 +500,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         self._check_state_fits_in_memory()
         if not first_call:
             self._copy_fitted_state(X)
-        elif (X is not None and sp.issparse(X) and self._in_place_arrays()
+        elif (X is not None and sp.issparse(X) and self._in_place_arrays_to_check()
               and X.nnz < self._in_place_size()):
             # A fresh state changes only in the columns of X's non-zeros
             # (see _in_place_arrays): with fewer non-zeros than values in
@@ -509,12 +509,20 @@ class BaseOnlineLinearModel(BaseEstimator):
             # columns of X rather than the whole width (see
             # columns_are_worth_reading; never when they are more than half
             # of it).  With more non-zeros, listing them costs more than a
-            # one-pass fit's checks.
+            # one-pass fit's checks; when the kernel checks them all, there
+            # is nothing to list them for.
             columns = touched_columns(X.indices, X.shape[1])
             if 2 * columns.shape[0] <= X.shape[1]:
                 self._touched_columns = columns
         if not partial:
             self.loss_curve_ = []
+
+    def _in_place_arrays_to_check(self):
+        """The float arrays updated in place whose finiteness
+        ``_check_finite_state`` reads (those the kernel does not check)."""
+        checked = self._kernel_checked_arrays()
+        return [name for name in self._in_place_arrays() if name in self.__dict__
+                and name not in checked and self.__dict__[name].dtype.kind == "f"]
 
     def _in_place_size(self):
         """The number of values in the arrays updated in place."""

@@ -39,7 +39,7 @@ import numpy as np
 cimport cython
 from cython cimport floating
 from libc.float cimport DBL_MAX
-from libc.math cimport NAN, fabs, fmax, fmin
+from libc.math cimport NAN, fabs, fmax, fmin, isfinite
 from libc.stdint cimport int64_t
 
 from ._dataset cimport (RowPass, asks_for_state_ahead, check_pass_input, columns_ahead,
@@ -86,6 +86,10 @@ cdef class ImplicitFTRLProblem:
     cdef public double gamma
     cdef public double sq_norm_theta
     cdef public int64_t t
+    # whether the last pass wrote a NaN or infinite entry of theta: each is
+    # tested as it is written, so that the estimator's finite checks need
+    # not read theta again
+    cdef public bint wrote_nonfinite
 
     def __init__(self, *, Loss loss, str update, double beta, bint fit_intercept,
                  double[::1] theta, double theta_intercept, double lam, double gamma,
@@ -128,16 +132,6 @@ cdef int save_columns(ImplicitFTRLProblem problem, const index_t[::1] columns) e
         problem.saved_values[s] = problem.theta[columns[s]]
     problem.n_saved = n
     return 0
-
-
-cdef bint saved_columns_finite(ImplicitFTRLProblem problem) noexcept:
-    # a sum is finite only if every term is (unless it overflows, which
-    # only refuses more)
-    cdef Py_ssize_t s
-    cdef double total = 0.0
-    for s in range(problem.n_saved):
-        total += problem.theta[problem.saved_columns[s]]
-    return fabs(total) <= DBL_MAX
 
 
 # the values a short call's passes give each problem (learn_rows), in the
@@ -240,7 +234,7 @@ def learn_rows(list problems,
             weight = sums[1]  # every problem sees the same weights
         for r in range(N_AFTER):
             total += after[r, k]
-        if not (fabs(total) <= DBL_MAX and saved_columns_finite(problem)):
+        if not fabs(total) <= DBL_MAX or problem.wrote_nonfinite:
             restore_problems(problems, k + 1)
             return None
     # every problem sees the same weights
@@ -309,8 +303,9 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
     cdef const index_t* row_indices
     cdef const index_t* next_indices = NULL
     cdef Py_ssize_t s, i, k, nnz, next_nnz
-    cdef double h, yi, v, dot, sq, p, lv, d, cz, lam_next, delta, dw2, p_new
+    cdef double h, yi, v, dot, sq, p, lv, d, cz, lam_next, delta, dw2, p_new, theta_j
     cdef double sum_loss = 0.0, sum_weight = 0.0
+    cdef bint nonfinite = False
     # on a wide theta, each row asks for the next row's (prefetch_entries)
     cdef bint prefetch = asks_for_state_ahead(is_dense, n_features, sizeof(double))
 
@@ -360,7 +355,9 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
 
             if cz != 0.0:
                 for k in range(nnz):
-                    theta[row_indices[k]] -= cz * row_data[k]
+                    theta_j = theta[row_indices[k]] - cz * row_data[k]
+                    theta[row_indices[k]] = theta_j
+                    nonfinite |= not isfinite(theta_j)
                 if fit_intercept:
                     theta_b -= cz
 
@@ -382,6 +379,7 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
     problem.intercept = theta_b / lam
     problem.gamma = gamma
     problem.sq_norm_theta = S
+    problem.wrote_nonfinite = nonfinite
     sums[0] = sum_loss
     sums[1] = sum_weight
     return 0

@@ -280,6 +280,16 @@ static inline __m256d grown_roots_avx(__m256d root, __m256d g)
     return _mm256_sqrt_pd(_mm256_add_pd(_mm256_mul_pd(root, root), _mm256_mul_pd(g, g)));
 }
 
+/* All ones in the lanes of v that are NaN or infinite: |v| > DBL_MAX, or
+ * unordered.  The kernels OR these over the entries they write, so that a
+ * pass reports a non-finite state without a second read of it. */
+__attribute__((target("avx")))
+static inline __m256d nonfinite_lanes_avx(__m256d v)
+{
+    return _mm256_cmp_pd(_mm256_andnot_pd(_mm256_set1_pd(-0.0), v),
+                         _mm256_set1_pd(DBL_MAX), _CMP_NLE_UQ);
+}
+
 /* p + v[0] + v[1] + v[2] + v[3], added one lane at a time in that order
  * (the order of the scalar loops, so that the sums are bit-identical). */
 __attribute__((target("avx")))
@@ -412,31 +422,36 @@ static inline double threshold_quotient_sum_avx(const double *acc, const int32_t
 /* For every k with x[k] != 0 and g = d x[k]: acc[2j] += g and
  * acc[2j + 1] = sqrt(acc[2j + 1]^2 + g^2), j = idx[k] (distinct within a
  * row).  Zero entries (of a dense row) are left alone, as in the scalar
- * loop: sqrt(r^2) need not give back r exactly. */
+ * loop: sqrt(r^2) need not give back r exactly.  Returns 1 if a value it
+ * wrote is NaN or infinite, else 0. */
 __attribute__((target("avx")))
-static inline void root_update_avx(double *acc, const int32_t *idx, const double *x,
-                            ptrdiff_t nnz, double d)
+static inline int root_update_avx(double *acc, const int32_t *idx, const double *x,
+                                  ptrdiff_t nnz, double d)
 {
     const __m256d zero = _mm256_setzero_pd();
-    double r[4];
+    const __m256d d4 = _mm256_set1_pd(d);
+    __m256d bad = zero;
+    double fresh_u[4], fresh_root[4];
     ptrdiff_t k = 0, m;
+    int nonfinite;
     for (; k + 3 < nnz; k += 4) {
-        double *a[4];
-        double g[4];
-        for (m = 0; m < 4; m++) {
-            a[m] = acc + 2 * (ptrdiff_t)idx[k + m];
-            g[m] = d * x[k + m];
-            if (x[k + m] != 0.0)
-                a[m][0] += g[m];
-        }
-        __m256d gv = _mm256_set_pd(g[3], g[2], g[1], g[0]);
-        __m256d root = _mm256_set_pd(a[3][1], a[2][1], a[1][1], a[0][1]);
-        __m256d fresh = grown_roots_avx(root, gv);
+        __m256d u, root;
+        gather_pairs_avx(acc, idx + k, &u, &root);
+        __m256d g = _mm256_mul_pd(d4, _mm256_loadu_pd(x + k));
         __m256d idle = _mm256_cmp_pd(_mm256_loadu_pd(x + k), zero, _CMP_EQ_OQ);
-        _mm256_storeu_pd(r, _mm256_blendv_pd(fresh, root, idle));
-        for (m = 0; m < 4; m++)
-            a[m][1] = r[m];
+        u = _mm256_blendv_pd(_mm256_add_pd(u, g), u, idle);
+        root = _mm256_blendv_pd(grown_roots_avx(root, g), root, idle);
+        bad = _mm256_or_pd(bad, _mm256_or_pd(nonfinite_lanes_avx(u),
+                                             nonfinite_lanes_avx(root)));
+        _mm256_storeu_pd(fresh_u, u);
+        _mm256_storeu_pd(fresh_root, root);
+        for (m = 0; m < 4; m++) {
+            double *a = acc + 2 * (ptrdiff_t)idx[k + m];
+            a[0] = fresh_u[m];
+            a[1] = fresh_root[m];
+        }
     }
+    nonfinite = _mm256_movemask_pd(bad) != 0;
     for (; k < nnz; k++) {
         double *a = acc + 2 * (ptrdiff_t)idx[k];
         double gk = d * x[k];
@@ -444,7 +459,9 @@ static inline void root_update_avx(double *acc, const int32_t *idx, const double
             continue;
         a[0] += gk;
         a[1] = sqrt(a[1] * a[1] + gk * gk);
+        nonfinite |= !(fabs(a[0]) <= DBL_MAX && a[1] <= DBL_MAX);
     }
+    return nonfinite;
 }
 
 /* The K pairs (acc[2k], acc[2k + 1]) = (u_k, root_k) of classes k .. k + 3,
@@ -523,32 +540,40 @@ static inline void class_sums_step_avx(double *acc, ptrdiff_t n_classes, double 
  * / eta * row_w[k] and acc[2j + 1] = fresh.  The square roots and divisions
  * in four lanes, the scalar loop's operations in its order, so the same
  * bits.  Returns how many entries it did (nnz rounded down to a multiple of
- * four): the caller does the rest. */
+ * four): the caller does the rest; sets *nonfinite to 1 if a value it wrote
+ * is NaN or infinite. */
 __attribute__((target("avx")))
 static inline ptrdiff_t ftrl_step_avx(double *acc, const int32_t *idx, const double *x,
                                       const double *row_w, ptrdiff_t nnz, double d,
-                                      double inv_eta)
+                                      double inv_eta, int *nonfinite)
 {
+    const __m256d zero = _mm256_setzero_pd();
     const __m256d d4 = _mm256_set1_pd(d);
     const __m256d inv_eta4 = _mm256_set1_pd(inv_eta);
-    double fresh_root[4], z_step[4];
+    __m256d bad = zero;
+    double fresh_z[4], fresh_root[4];
     ptrdiff_t k = 0, m;
     for (; k + 3 < nnz; k += 4) {
+        __m256d z, root;
+        gather_pairs_avx(acc, idx + k, &z, &root);
         __m256d g = _mm256_mul_pd(d4, _mm256_loadu_pd(x + k));
-        __m256d root = gather_roots_avx(acc, idx + k);
+        __m256d idle = _mm256_cmp_pd(_mm256_loadu_pd(x + k), zero, _CMP_EQ_OQ);
         __m256d fresh = grown_roots_avx(root, g);
         __m256d sigma = _mm256_mul_pd(_mm256_sub_pd(fresh, root), inv_eta4);
-        _mm256_storeu_pd(z_step, _mm256_sub_pd(g, _mm256_mul_pd(sigma,
-                                                                _mm256_loadu_pd(row_w + k))));
-        _mm256_storeu_pd(fresh_root, fresh);
+        __m256d z_step = _mm256_sub_pd(g, _mm256_mul_pd(sigma, _mm256_loadu_pd(row_w + k)));
+        z = _mm256_blendv_pd(_mm256_add_pd(z, z_step), z, idle);
+        root = _mm256_blendv_pd(fresh, root, idle);
+        bad = _mm256_or_pd(bad, _mm256_or_pd(nonfinite_lanes_avx(z),
+                                             nonfinite_lanes_avx(root)));
+        _mm256_storeu_pd(fresh_z, z);
+        _mm256_storeu_pd(fresh_root, root);
         for (m = 0; m < 4; m++) {
-            const ptrdiff_t j = idx[k + m];
-            if (x[k + m] == 0.0)
-                continue;
-            acc[2 * j] += z_step[m];
-            acc[2 * j + 1] = fresh_root[m];
+            double *a = acc + 2 * (ptrdiff_t)idx[k + m];
+            a[0] = fresh_z[m];
+            a[1] = fresh_root[m];
         }
     }
+    *nonfinite = _mm256_movemask_pd(bad) != 0;
     return k;
 }
 
@@ -702,23 +727,30 @@ static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const dou
  * plain step without a penalty, and no step kept).  The square roots and
  * divisions in four lanes, the same operations in the same order as the
  * scalar loop, so the same bits.  Returns how many entries it did (nnz
- * rounded down to a multiple of four): the caller does the rest. */
+ * rounded down to a multiple of four): the caller does the rest.  Sets
+ * *nonfinite_sums (*nonfinite_weights) to 1 if a value it wrote to acc (to
+ * w) is NaN or infinite. */
 __attribute__((target("avx")))
 static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const int32_t *idx,
                                     const double *x, ptrdiff_t nnz, double d, int64_t t,
                                     double eta, double delta, double l1, double l2,
-                                    int penalised)
+                                    int penalised, int *nonfinite_sums,
+                                    int *nonfinite_weights)
 {
     const __m256d sign = _mm256_set1_pd(-0.0);
     const __m256d zero = _mm256_setzero_pd();
     const __m256d d4 = _mm256_set1_pd(d);
     const __m256d eta4 = _mm256_set1_pd(eta);
-    double fresh_root[4], fresh_w[4];
+    __m256d bad_sums = zero, bad_weights = zero;
+    double fresh_u[4], fresh_root[4], fresh_w[4];
     ptrdiff_t k = 0, m;
     for (; k + 3 < nnz; k += 4) {
+        __m256d u, root;
+        gather_pairs_avx(acc, idx + k, &u, &root);
         __m256d g = _mm256_mul_pd(d4, _mm256_loadu_pd(x + k));
+        __m256d idle = _mm256_cmp_pd(_mm256_loadu_pd(x + k), zero, _CMP_EQ_OQ);
         __m256d wk = _mm256_set_pd(w[idx[k + 3]], w[idx[k + 2]], w[idx[k + 1]], w[idx[k]]);
-        __m256d root = grown_roots_avx(gather_roots_avx(acc, idx + k), g);
+        root = grown_roots_avx(root, g);
         __m256d H = _mm256_add_pd(_mm256_set1_pd(delta), root);
         __m256d z = _mm256_sub_pd(wk, _mm256_div_pd(_mm256_mul_pd(eta4, g), H));
         if (penalised) {
@@ -730,14 +762,21 @@ static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const
             z = _mm256_and_pd(_mm256_or_pd(scaled, _mm256_and_pd(sign, z)),
                               _mm256_cmp_pd(mag, zero, _CMP_GT_OQ));
         }
+        /* the lanes written: x != 0 for the sums, and H > 0 for the weight */
+        __m256d moves = _mm256_andnot_pd(idle, _mm256_cmp_pd(H, zero, _CMP_GT_OQ));
+        u = _mm256_add_pd(u, g);
+        bad_sums = _mm256_or_pd(bad_sums, _mm256_andnot_pd(
+            idle, _mm256_or_pd(nonfinite_lanes_avx(u), nonfinite_lanes_avx(root))));
+        bad_weights = _mm256_or_pd(bad_weights, _mm256_and_pd(moves, nonfinite_lanes_avx(z)));
+        _mm256_storeu_pd(fresh_u, u);
         _mm256_storeu_pd(fresh_root, root);
         _mm256_storeu_pd(fresh_w, z);
-        const int moved = _mm256_movemask_pd(_mm256_cmp_pd(H, zero, _CMP_GT_OQ));
+        const int moved = _mm256_movemask_pd(moves);
         for (m = 0; m < 4; m++) {
             const ptrdiff_t j = idx[k + m];
             if (x[k + m] == 0.0)
                 continue;
-            acc[2 * j] += d * x[k + m];
+            acc[2 * j] = fresh_u[m];
             acc[2 * j + 1] = fresh_root[m];
             if (moved & (1 << m)) {
                 w[j] = fresh_w[m];
@@ -746,6 +785,8 @@ static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const
             }
         }
     }
+    *nonfinite_sums = _mm256_movemask_pd(bad_sums) != 0;
+    *nonfinite_weights = _mm256_movemask_pd(bad_weights) != 0;
     return k;
 }
 
@@ -756,19 +797,22 @@ static inline int avx_available(void) { return 0; }
 
 static inline ptrdiff_t ftrl_step_avx(double *acc, const int32_t *idx, const double *x,
                                       const double *row_w, ptrdiff_t nnz, double d,
-                                      double inv_eta)
+                                      double inv_eta, int *nonfinite)
 {
     (void)acc; (void)idx; (void)x; (void)row_w; (void)nnz; (void)d; (void)inv_eta;
+    *nonfinite = 0;
     return 0;  /* never called: avx_available() is 0 */
 }
 
 static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const int32_t *idx,
                                     const double *x, ptrdiff_t nnz, double d, int64_t t,
                                     double eta, double delta, double l1, double l2,
-                                    int penalised)
+                                    int penalised, int *nonfinite_sums,
+                                    int *nonfinite_weights)
 {
     (void)acc; (void)w; (void)last; (void)idx; (void)x; (void)nnz; (void)d; (void)t;
     (void)eta; (void)delta; (void)l1; (void)l2; (void)penalised;
+    *nonfinite_sums = *nonfinite_weights = 0;
     return 0;  /* never called: avx_available() is 0 */
 }
 
@@ -801,10 +845,11 @@ static inline double quotient_sum_avx(const double *acc, const int32_t *idx, con
     return 0.0;  /* never called: avx_available() is 0 */
 }
 
-static inline void root_update_avx(double *acc, const int32_t *idx, const double *x,
-                            ptrdiff_t nnz, double d)
+static inline int root_update_avx(double *acc, const int32_t *idx, const double *x,
+                                  ptrdiff_t nnz, double d)
 {
     (void)acc; (void)idx; (void)x; (void)nnz; (void)d;
+    return 0;  /* never called: avx_available() is 0 */
 }
 
 static inline double threshold_quotient_sum_avx(const double *acc, const int32_t *idx,

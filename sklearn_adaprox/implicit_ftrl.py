@@ -96,6 +96,12 @@ class _ImplicitFTRLMixin:
     def _in_place_arrays(self):
         return ("scaled_coef_",)
 
+    def _kernel_checked_arrays(self):
+        # the kernel tests each entry of theta as it writes it: on hashed
+        # SMS spam the listing of X's columns and a read of them after each
+        # of its 20 epochs were a third of a default fit (17.0 -> 11.6 ms)
+        return ("scaled_coef_",)
+
     def _coef_is_computed(self):
         return True
 
@@ -194,6 +200,8 @@ class _ImplicitFTRLMixin:
             self.lambda_[k] = lambda_1
         problem = self._problem(k, self._make_loss())
         sum_loss, sum_weight = run_epoch(problem, *rows, y, sample_weight, order)
+        if problem.wrote_nonfinite:  # see _kernel_checked_arrays
+            self._kernel_nonfinite = "scaled_coef_"
         self.scaled_intercept_[k] = problem.theta_intercept
         self.intercept_[k] = problem.intercept
         self.lambda_[k] = problem.lam

@@ -516,34 +516,42 @@ def test_learns_rare_informative_features_of_text_like_data():
 
 
 @pytest.mark.parametrize("update, poisoned", [("dual_averaging", "accumulators_"),
+                                              ("ftrl_proximal", "accumulators_"),
+                                              ("mirror_descent", "accumulators_"),
                                               ("mirror_descent", "md_weights_")])
-@pytest.mark.parametrize("container", ["dense", "sparse"])
-def test_each_problem_checks_the_state_its_pass_changed(update, poisoned, container,
-                                                        monkeypatch):
-    """The one-vs-rest problems check the state their pass changed (the
-    whole rows, or the columns of sparse X's non-zeros), in their threads;
-    the check after the epoch leaves those arrays to them.  A non-finite
-    entry there fails the call, naming the array, and the model is as
-    before."""
+@pytest.mark.parametrize("container", ["dense", "sparse", "float32"])
+@pytest.mark.parametrize("avx", [True, False], ids=["avx", "sse2"])
+def test_each_pass_tests_the_values_it_writes(update, poisoned, container, avx, monkeypatch):
+    """The element-wise kernel tests every value it writes (in its AVX
+    lanes and in its scalar loops), so that no read of the state follows a
+    pass: when problem 1's pass writes an infinite square-gradient root
+    (its roots near the largest double squared; the logistic loss gives
+    every step a gradient) or weight (an infinite weight caught up), the
+    call fails naming the array, in the general
+    path (one-vs-rest in threads) and in a short call's compiled one, and
+    the model is as before."""
     import pickle
+
+    from sklearn_adaprox import _short_calls
 
     rng = np.random.RandomState(0)
     X = sp.random(80, 300, density=0.02, format="csr", random_state=rng)
-    X = X.toarray() if container == "dense" else X
+    X = {"dense": X.toarray(), "sparse": X, "float32": X.astype(np.float32)}[container]
     y = rng.randint(0, 3, 80)
-    model = AdaGradClassifier(update=update, n_jobs=2, random_state=0).fit(X, y)
-    before = pickle.dumps(model)
+    model = AdaGradClassifier(update=update, loss="log_loss", n_jobs=2,
+                              random_state=0).fit(X, y)
     assert poisoned in model._kernel_checked_arrays()
-    row = model._kernel()
-    column = int(sp.csr_matrix(X).indices[0])  # a column the pass reads
-
-    def read_back(est, k, problem):
-        row.read_back(est, k, problem)
-        if k == 1:
-            est.__dict__[poisoned][k, column, ...] = np.inf
-
-    monkeypatch.setattr(AdaGradClassifier, "_kernel",
-                        lambda self: row._replace(read_back=read_back))
-    with pytest.raises(ValueError, match=f"Floating-point overflow in .*{poisoned}"):
-        model.partial_fit(X, y)
-    assert pickle.dumps(model) == before
+    if poisoned == "accumulators_":
+        model.accumulators_[1, :, 1] = 1e200
+    else:
+        model.md_weights_[1] = np.inf
+    before = pickle.dumps(model)
+    previous = _adagrad_fast.set_avx(avx)
+    try:
+        for short_chunk_rows in (0, 1024):
+            monkeypatch.setattr(_short_calls, "SHORT_CHUNK_ROWS", short_chunk_rows)
+            with pytest.raises(ValueError, match=f"Floating-point overflow in .*{poisoned}"):
+                model.partial_fit(X, y)
+            assert pickle.dumps(model) == before
+    finally:
+        _adagrad_fast.set_avx(previous)
