@@ -500,7 +500,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         self._check_state_fits_in_memory()
         if not first_call:
             self._copy_fitted_state(X)
-        elif (X is not None and sp.issparse(X) and self._in_place_arrays_to_check()
+        elif (X is not None and sp.issparse(X) and self._lists_touched_columns()
               and X.nnz < self._in_place_size()):
             # A fresh state changes only in the columns of X's non-zeros
             # (see _in_place_arrays): with fewer non-zeros than values in
@@ -509,20 +509,22 @@ class BaseOnlineLinearModel(BaseEstimator):
             # columns of X rather than the whole width (see
             # columns_are_worth_reading; never when they are more than half
             # of it).  With more non-zeros, listing them costs more than a
-            # one-pass fit's checks; when the kernel checks them all, there
-            # is nothing to list them for.
+            # one-pass fit's checks.
             columns = touched_columns(X.indices, X.shape[1])
             if 2 * columns.shape[0] <= X.shape[1]:
                 self._touched_columns = columns
         if not partial:
             self.loss_curve_ = []
 
-    def _in_place_arrays_to_check(self):
-        """The float arrays updated in place whose finiteness
-        ``_check_finite_state`` reads (those the kernel does not check)."""
+    def _lists_touched_columns(self):
+        """Whether a fresh call on sparse X lists the columns of its
+        non-zeros (``_touched_columns``): for the finite checks of the
+        float arrays updated in place that the kernel does not check
+        itself; when it checks them all, there is nothing to list them for.
+        A hook, for an estimator that has another use for them."""
         checked = self._kernel_checked_arrays()
-        return [name for name in self._in_place_arrays() if name in self.__dict__
-                and name not in checked and self.__dict__[name].dtype.kind == "f"]
+        return any(name not in checked and self.__dict__[name].dtype.kind == "f"
+                   for name in self._in_place_arrays() if name in self.__dict__)
 
     def _in_place_size(self):
         """The number of values in the arrays updated in place."""

@@ -417,6 +417,11 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         moving[partner] = True
         return np.flatnonzero(moving)
 
+    def _lists_touched_columns(self):
+        # the kernel checks its arrays itself, but its finalize reads only
+        # the columns a call can move when it is given them (_moving_columns)
+        return bool(self._in_place_arrays())
+
     def _moving_columns(self):
         """``moving`` for the kernel's finalize: the columns this call can
         change, when known (see ``_changeable_columns``), else None."""

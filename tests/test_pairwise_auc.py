@@ -256,6 +256,30 @@ def test_a_narrow_call_moves_momentum_outside_its_row_and_takes_it_back(stream):
     assert pickle.dumps(clf) == before
 
 
+def test_a_wide_fresh_fit_finalizes_only_the_columns_of_X(monkeypatch):
+    """Without projection or averaging, a fresh fit on sparse X of fewer
+    non-zeros than columns names the columns of X to the kernel's
+    finalize, which then reads those instead of the whole width, at every
+    epoch (the kernel checks its arrays itself, so nothing else lists
+    them)."""
+    rng = np.random.RandomState(0)
+    X = sp.random(60, 5000, density=0.002, format="csr", random_state=rng)
+    y = rng.randint(0, 2, 60)
+    named = []
+    original = PairwiseAUCClassifier._moving_columns
+
+    def spy(self):
+        columns = original(self)
+        named.append(columns)
+        return columns
+
+    monkeypatch.setattr(PairwiseAUCClassifier, "_moving_columns", spy)
+    PairwiseAUCClassifier(max_iter=3, tol=None, random_state=0).fit(X, y)
+    assert len(named) >= 3  # each epoch, and the coef_ of the fit
+    for columns in named:
+        assert_array_equal(columns, np.unique(X.indices))
+
+
 def test_listed_and_read_momentum_columns_give_the_same_model(stream):
     """A pass lists the columns of non-zero momentum for the next call on
     its state (kept outside the estimator); a state without that list (a
