@@ -263,13 +263,20 @@ static inline void gather_pairs_avx(const double *acc, const int32_t *idx,
     *second = _mm256_set_pd(a3[1], a2[1], a1[1], a0[1]);
 }
 
-/* The roots acc[2j + 1] of the four columns j = idx[0..3], lane m holding
- * column idx[m]'s. */
+/* The inverse of gather_pairs_avx: lane m of first and second into
+ * (acc[2j], acc[2j + 1]), j = idx[m]. */
 __attribute__((target("avx")))
-static inline __m256d gather_roots_avx(const double *acc, const int32_t *idx)
+static inline void scatter_pairs_avx(double *acc, const int32_t *idx, __m256d first,
+                                     __m256d second)
 {
-    return _mm256_set_pd(acc[2 * (ptrdiff_t)idx[3] + 1], acc[2 * (ptrdiff_t)idx[2] + 1],
-                         acc[2 * (ptrdiff_t)idx[1] + 1], acc[2 * (ptrdiff_t)idx[0] + 1]);
+    double a[4], b[4];
+    ptrdiff_t m;
+    _mm256_storeu_pd(a, first);
+    _mm256_storeu_pd(b, second);
+    for (m = 0; m < 4; m++) {
+        acc[2 * (ptrdiff_t)idx[m]] = a[m];
+        acc[2 * (ptrdiff_t)idx[m] + 1] = b[m];
+    }
 }
 
 /* sqrt(root^2 + g^2) lane by lane: a root of the sum of squared gradients
@@ -431,8 +438,7 @@ static inline int root_update_avx(double *acc, const int32_t *idx, const double 
     const __m256d zero = _mm256_setzero_pd();
     const __m256d d4 = _mm256_set1_pd(d);
     __m256d bad = zero;
-    double fresh_u[4], fresh_root[4];
-    ptrdiff_t k = 0, m;
+    ptrdiff_t k = 0;
     int nonfinite;
     for (; k + 3 < nnz; k += 4) {
         __m256d u, root;
@@ -443,13 +449,7 @@ static inline int root_update_avx(double *acc, const int32_t *idx, const double 
         root = _mm256_blendv_pd(grown_roots_avx(root, g), root, idle);
         bad = _mm256_or_pd(bad, _mm256_or_pd(nonfinite_lanes_avx(u),
                                              nonfinite_lanes_avx(root)));
-        _mm256_storeu_pd(fresh_u, u);
-        _mm256_storeu_pd(fresh_root, root);
-        for (m = 0; m < 4; m++) {
-            double *a = acc + 2 * (ptrdiff_t)idx[k + m];
-            a[0] = fresh_u[m];
-            a[1] = fresh_root[m];
-        }
+        scatter_pairs_avx(acc, idx + k, u, root);
     }
     nonfinite = _mm256_movemask_pd(bad) != 0;
     for (; k < nnz; k++) {
@@ -551,8 +551,7 @@ static inline ptrdiff_t ftrl_step_avx(double *acc, const int32_t *idx, const dou
     const __m256d d4 = _mm256_set1_pd(d);
     const __m256d inv_eta4 = _mm256_set1_pd(inv_eta);
     __m256d bad = zero;
-    double fresh_z[4], fresh_root[4];
-    ptrdiff_t k = 0, m;
+    ptrdiff_t k = 0;
     for (; k + 3 < nnz; k += 4) {
         __m256d z, root;
         gather_pairs_avx(acc, idx + k, &z, &root);
@@ -565,13 +564,7 @@ static inline ptrdiff_t ftrl_step_avx(double *acc, const int32_t *idx, const dou
         root = _mm256_blendv_pd(fresh, root, idle);
         bad = _mm256_or_pd(bad, _mm256_or_pd(nonfinite_lanes_avx(z),
                                              nonfinite_lanes_avx(root)));
-        _mm256_storeu_pd(fresh_z, z);
-        _mm256_storeu_pd(fresh_root, root);
-        for (m = 0; m < 4; m++) {
-            double *a = acc + 2 * (ptrdiff_t)idx[k + m];
-            a[0] = fresh_z[m];
-            a[1] = fresh_root[m];
-        }
+        scatter_pairs_avx(acc, idx + k, z, root);
     }
     *nonfinite = _mm256_movemask_pd(bad) != 0;
     return k;
