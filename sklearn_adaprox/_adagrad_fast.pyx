@@ -49,8 +49,8 @@ cdef extern from "_simd.h" nogil:
     bint avx_available()
     double quotient_sum_avx(const double* acc, const int32_t* idx, const double* x,
                             Py_ssize_t nnz, double shift)
-    bint root_update_avx(double* acc, const int32_t* idx, const double* x,
-                         Py_ssize_t nnz, double d)
+    Py_ssize_t root_update_avx(double* acc, const int32_t* idx, const double* x,
+                               Py_ssize_t nnz, double d, int* nonfinite)
     double threshold_quotient_sum_avx(const double* acc, const int32_t* idx,
                                       const double* x, Py_ssize_t nnz, double eta,
                                       double delta, double l1_shift, double l2_shift)
@@ -383,13 +383,13 @@ cdef inline bint da_update(const floating* x, const index_t* idx, Py_ssize_t nnz
     # The non-zero entries go two at a time through one packed square root
     # (bit-identical to two scalar ones; the indices of a row are distinct).
     # Returns whether a value written is NaN or infinite.
-    cdef Py_ssize_t k, j, j0 = -1
+    cdef Py_ssize_t k = 0, j, j0 = -1
     cdef double g, g0 = 0.0
-    cdef bint nonfinite = False
+    cdef int nonfinite = 0
     if floating is double and index_t is int32_t:
         if HAVE_AVX:  # four at a time, same results
-            return root_update_avx(acc, idx, x, nnz, d)
-    for k in range(nnz):
+            k = root_update_avx(acc, idx, x, nnz, d, &nonfinite)
+    for k in range(k, nnz):
         if x[k] == 0.0:
             continue
         j = 2 * idx[k]
@@ -407,7 +407,7 @@ cdef inline bint da_update(const floating* x, const index_t* idx, Py_ssize_t nnz
     if j0 >= 0:
         acc[j0 + 1] = sqrt(acc[j0 + 1] * acc[j0 + 1] + g0 * g0)
         nonfinite |= not isfinite(acc[j0 + 1])
-    return nonfinite
+    return nonfinite != 0
 
 
 cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,

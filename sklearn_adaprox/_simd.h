@@ -429,17 +429,17 @@ static inline double threshold_quotient_sum_avx(const double *acc, const int32_t
 /* For every k with x[k] != 0 and g = d x[k]: acc[2j] += g and
  * acc[2j + 1] = sqrt(acc[2j + 1]^2 + g^2), j = idx[k] (distinct within a
  * row).  Zero entries (of a dense row) are left alone, as in the scalar
- * loop: sqrt(r^2) need not give back r exactly.  Returns 1 if a value it
- * wrote is NaN or infinite, else 0. */
+ * loop: sqrt(r^2) need not give back r exactly.  Returns how many
+ * entries it did (nnz rounded down to a multiple of four): the caller does
+ * the rest; sets *nonfinite to 1 if a value it wrote is NaN or infinite. */
 __attribute__((target("avx")))
-static inline int root_update_avx(double *acc, const int32_t *idx, const double *x,
-                                  ptrdiff_t nnz, double d)
+static inline ptrdiff_t root_update_avx(double *acc, const int32_t *idx, const double *x,
+                                        ptrdiff_t nnz, double d, int *nonfinite)
 {
     const __m256d zero = _mm256_setzero_pd();
     const __m256d d4 = _mm256_set1_pd(d);
     __m256d bad = zero;
     ptrdiff_t k = 0;
-    int nonfinite;
     for (; k + 3 < nnz; k += 4) {
         __m256d u, root;
         gather_pairs_avx(acc, idx + k, &u, &root);
@@ -451,17 +451,8 @@ static inline int root_update_avx(double *acc, const int32_t *idx, const double 
                                              nonfinite_lanes_avx(root)));
         scatter_pairs_avx(acc, idx + k, u, root);
     }
-    nonfinite = _mm256_movemask_pd(bad) != 0;
-    for (; k < nnz; k++) {
-        double *a = acc + 2 * (ptrdiff_t)idx[k];
-        double gk = d * x[k];
-        if (x[k] == 0.0)
-            continue;
-        a[0] += gk;
-        a[1] = sqrt(a[1] * a[1] + gk * gk);
-        nonfinite |= !(fabs(a[0]) <= DBL_MAX && a[1] <= DBL_MAX);
-    }
-    return nonfinite;
+    *nonfinite = _mm256_movemask_pd(bad) != 0;
+    return k;
 }
 
 /* The K pairs (acc[2k], acc[2k + 1]) = (u_k, root_k) of classes k .. k + 3,
@@ -838,10 +829,11 @@ static inline double quotient_sum_avx(const double *acc, const int32_t *idx, con
     return 0.0;  /* never called: avx_available() is 0 */
 }
 
-static inline int root_update_avx(double *acc, const int32_t *idx, const double *x,
-                                  ptrdiff_t nnz, double d)
+static inline ptrdiff_t root_update_avx(double *acc, const int32_t *idx, const double *x,
+                                        ptrdiff_t nnz, double d, int *nonfinite)
 {
     (void)acc; (void)idx; (void)x; (void)nnz; (void)d;
+    *nonfinite = 0;
     return 0;  /* never called: avx_available() is 0 */
 }
 
