@@ -249,7 +249,11 @@ def test_estimator_l1_ball_holds_after_every_partial_fit(update):
 
     X, y = load_digits(n_class=2, return_X_y=True)
     X = X / 16.0
-    clf = AdaGradClassifier(penalty=None, l1_ball=5.0, update=update, eta=1.0)
+    # random_state: whether the ball binds at the end of fit depends on the
+    # shuffled order (one seed in 200 stops strictly inside it, for mirror
+    # descent); the suite must not depend on the global random state
+    clf = AdaGradClassifier(penalty=None, l1_ball=5.0, update=update, eta=1.0,
+                            random_state=0)
     for start in range(0, 120, 3):
         clf.partial_fit(X[start:start + 3], y[start:start + 3], classes=[0, 1])
         assert np.abs(clf.coef_).sum() <= 5.0 * (1 + 1e-12)
