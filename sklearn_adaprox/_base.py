@@ -255,6 +255,18 @@ def check_sample_weight(sample_weight, n_samples):
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
 
+def held_out_split(labels, fraction, rng):
+    """The rows (sorted int64) that ``fit`` holds out: of the rows of each
+    label, ``round(fraction * count)`` drawn at random from ``rng``, but
+    never all of them (a label of one row stays in training)."""
+    order = rng.permutation(labels.shape[0])
+    grouped = order[np.argsort(labels[order], kind="stable")]  # each label's rows, shuffled
+    _, starts, counts = np.unique(labels[grouped], return_index=True, return_counts=True)
+    taken = np.minimum(np.floor(fraction * counts + 0.5).astype(np.int64), counts - 1)
+    held = np.concatenate([grouped[start:start + n] for start, n in zip(starts, taken)])
+    return np.sort(held).astype(np.int64)
+
+
 def pass_order(n_samples, rng, shuffle):
     """Row order (int64) of one pass: a permutation drawn from the
     RandomState ``rng`` if ``shuffle``, else the rows as given."""
@@ -441,6 +453,20 @@ class BaseOnlineLinearModel(BaseEstimator):
             return scores if weights.ndim == 2 else scores[:, 0]
         return safe_sparse_dot(X, self.coef_.T, dense_output=True)
 
+    def _held_out_score(self, held):
+        """The score (``score``) of the rows ``_held_out_rows`` held out,
+        computed here without the validation of ``score``, which on SMS
+        spam cost more than an epoch."""
+        X, y, sample_weight = held
+        return self._score_of_scores(self._held_out_products(X) + self.intercept_,
+                                     y, sample_weight)
+
+    def _held_out_products(self, X):
+        """``X @ coef_.T`` of the held-out rows (validated: rows of X)."""
+        if sp.issparse(X) and self._coef_is_computed():
+            return self._sparse_products(X)
+        return safe_sparse_dot(X, self.coef_.T, dense_output=True)
+
     # ------------------------------------------------------------------
     def _transaction(self, call, *args):
         """``call(*args)``, all or nothing.
@@ -525,6 +551,47 @@ class BaseOnlineLinearModel(BaseEstimator):
         checked = self._kernel_checked_arrays()
         return any(name not in checked and self.__dict__[name].dtype.kind == "f"
                    for name in self._in_place_arrays() if name in self.__dict__)
+
+    def _held_out_rows(self, X, targets, sample_weight, rng):
+        """The rows ``fit`` holds out to decide when to stop (see the
+        ``early_stopping`` parameter of the estimators that have one):
+        ``(training rows, held)``, ``held`` what ``_held_out_score`` reads,
+        or None to stop on the progressive loss alone.  A fraction
+        ``validation_fraction`` of the rows, drawn from ``rng`` (stratified
+        by class for a classifier: ``held_out_split``), is held out when
+        ``early_stopping`` is True, or "auto" and X has more columns than
+        rows: on such data a linear model separates the training rows, and
+        its unpenalised progressive loss keeps falling long after its
+        predictions have stopped improving.  Raises ValueError when True and
+        the rows cannot be split (no row held out, or no weight on a side);
+        "auto" then falls back to the loss alone."""
+        setting = getattr(self, "early_stopping", False)
+        if setting is False or (setting == "auto" and not X.shape[1] > X.shape[0]):
+            return None
+        labels = self._held_out_labels(targets)
+        n_samples = X.shape[0]
+        held = held_out_split(labels if labels is not None else np.zeros(n_samples, np.intp),
+                              self.validation_fraction, rng)
+        kept = np.ones(n_samples, dtype=bool)
+        kept[held] = False
+        train = np.flatnonzero(kept)  # never empty: see held_out_split
+        problem = ("no row is held out" if held.shape[0] == 0 else
+                   "the held-out rows have no non-zero sample weight"
+                   if not np.any(sample_weight[held]) else
+                   "the rows to train on have no non-zero sample weight"
+                   if not np.any(sample_weight[train]) else None)
+        if problem is not None:
+            if setting == "auto":
+                return None
+            raise ValueError(
+                f"early_stopping=True cannot hold out validation_fraction="
+                f"{self.validation_fraction} of these {n_samples} rows: {problem}.")
+        y_held = targets[0][held] if labels is None else self.classes_[labels[held]]
+        return train.astype(np.int64), (X[held], y_held, sample_weight[held])
+
+    def _held_out_labels(self, targets):
+        """What the held-out split is stratified by (None: not stratified)."""
+        return None
 
     def _in_place_size(self):
         """The number of values in the arrays updated in place."""
@@ -666,18 +733,31 @@ class BaseOnlineLinearModel(BaseEstimator):
         n_samples = X.shape[0]
         n_problems = len(targets)
         rows = as_row_arrays(X)
-        n_steps = int(np.count_nonzero(
-            sample_weight if order is None else sample_weight[order]))
-
         max_iter = 1 if partial else self.max_iter
         rng = check_random_state(self.random_state)
+        held_out = None
+        if not partial:
+            self.__dict__.pop("validation_scores_", None)
+            if self.tol is not None and max_iter > 1:
+                held_out = self._held_out_rows(X, targets, sample_weight, rng)
+        if held_out is not None:
+            # the passes go over the other rows only (in shuffled order)
+            order, held_out = held_out
+            self.validation_scores_ = []
+        n_steps = int(np.count_nonzero(
+            sample_weight if order is None else sample_weight[order]))
         best_loss, n_no_improvement = np.inf, 0
+        best_score, n_no_score_improvement = -np.inf, 0
         self.n_iter_ = 0
         start = time.perf_counter()
         with problem_threads(n_problems, n_jobs) as pool, self._call_workspaces():
             for epoch in range(max_iter):
-                epoch_order = (pass_order(n_samples, rng, self.shuffle and not partial)
-                               if order is None else order)
+                if order is None:
+                    epoch_order = pass_order(n_samples, rng, self.shuffle and not partial)
+                elif held_out is not None:
+                    epoch_order = order[pass_order(order.shape[0], rng, self.shuffle)]
+                else:
+                    epoch_order = order
                 results = map_problems(
                     lambda k: self._run_epoch(k, rows, targets[k], sample_weight,
                                               epoch_order),
@@ -693,13 +773,27 @@ class BaseOnlineLinearModel(BaseEstimator):
                     sum(r[0] for r in results) / total_weight if total_weight > 0 else np.nan
                 )
                 self.loss_curve_.append(epoch_loss)
+                if held_out is not None:
+                    score = self._held_out_score(held_out)
+                    self.validation_scores_.append(score)
+                    if not score > best_score + self.tol:
+                        n_no_score_improvement += 1
+                    else:
+                        n_no_score_improvement = 0
+                    best_score = max(best_score, score)
                 if self.verbose:
                     print(
                         f"-- {'chunk' if partial else 'epoch'} {len(self.loss_curve_)}: "
                         f"samples seen {self.t_}, progressive loss {epoch_loss:.6g}, "
-                        f"non-zero weights {np.count_nonzero(self.coef_)}/"
+                        + (f"held-out score {score:.6g}, " if held_out is not None else "")
+                        + f"non-zero weights {np.count_nonzero(self.coef_)}/"
                         f"{self.coef_.size}, elapsed {time.perf_counter() - start:.3f} s"
                     )
+                # with held-out rows, fit stops at the first of two tests:
+                # their score has stopped rising, or the progressive loss
+                # has stopped falling (the test below)
+                if held_out is not None and n_no_score_improvement >= self.n_iter_no_change:
+                    break
                 if partial or self.tol is None or total_weight == 0:
                     continue
                 # tol applies to the loss per binary problem (the curve sums
@@ -985,6 +1079,19 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         the call continues a fitted state, that state) rules out; called
         during validation, before any state changes."""
 
+    def _score_of_scores(self, scores, y, sample_weight):
+        # accuracy_score(y, predictions, sample_weight), predictions as
+        # LinearClassifierMixin.predict makes them from the scores
+        scores = scores.reshape(scores.shape[0], -1)
+        index = (scores[:, 0] > 0).astype(np.intp) if scores.shape[1] == 1 else scores.argmax(axis=1)
+        return float(np.average(self.classes_[index] == y, weights=sample_weight))
+
+    def _held_out_labels(self, targets):
+        # each row's class index, from the +-1 targets of binary_problem_targets
+        if len(targets) == 1:
+            return (targets[0] > 0).astype(np.intp)
+        return np.argmax(np.stack(targets), axis=0)
+
     def _problem_targets(self, y_index, n_classes):
         """Targets of the independent problems the model is made of:
         +-1 labels, one-vs-rest (a single problem for two classes)."""
@@ -1083,6 +1190,16 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
     classifiers (y is the float64 target).  There are no labels, classes or
     class weights.
     """
+
+    def _score_of_scores(self, scores, y, sample_weight):
+        # r2_score(y, scores, sample_weight): 1 - weighted residual sum of
+        # squares / weighted total, and for a constant y 1 if every
+        # prediction is exact, else 0 (as scikit-learn's force_finite)
+        residual = float(sample_weight @ (y - scores.ravel()) ** 2)
+        total = float(sample_weight @ (y - np.average(y, weights=sample_weight)) ** 2)
+        if total == 0.0:
+            return 1.0 if residual == 0.0 else 0.0
+        return 1.0 - residual / total
 
     _parameter_constraints: dict = {**BaseOnlineLinearModel._parameter_constraints}
 

@@ -3,6 +3,7 @@ import warnings
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -42,6 +43,8 @@ class _ImplicitFTRLMixin:
         "update": [StrOptions(set(UPDATES))],
         "beta": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "G": [Interval(Real, 0, None, closed="neither"), None],
+        "early_stopping": ["boolean", StrOptions({"auto"})],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     }
 
     # NaN until the first call with a non-zero weight fixes G (see Notes)
@@ -105,14 +108,31 @@ class _ImplicitFTRLMixin:
     def _coef_is_computed(self):
         return True
 
+    def _inverse_lambda(self):
+        """1 / lambda per problem, the factor from theta to the weights (the
+        kernel reads a weight as theta times it); 1 while lambda is not
+        fixed (theta is then zeros)."""
+        return 1.0 / np.where(np.isnan(self.lambda_), 1.0, self.lambda_)
+
     def _weights(self, theta):
-        """theta / lambda per problem, as the kernel reads a weight (times
-        the reciprocal); theta itself (zeros) while lambda is not fixed."""
-        inverse = 1.0 / np.where(np.isnan(self.lambda_), 1.0, self.lambda_)
+        """theta / lambda per problem, as the kernel reads a weight."""
+        inverse = self._inverse_lambda()
         return theta * (inverse[0] if theta.ndim == 1 else inverse[:, None])
 
     def _compute_coef(self):
         return self._weights(self.scaled_coef_)
+
+    def _held_out_products(self, X):
+        # one product of the held-out rows with each problem's theta, then
+        # one scaling per problem (theta / lambda is coef_): on 20 newsgroups
+        # hashed (20 problems, 470,000 held-out non-zeros) 25 ms an epoch,
+        # where the weights of their columns, gathered for every problem,
+        # took 100 ms
+        if not sp.issparse(X):
+            return super()._held_out_products(X)
+        theta = np.atleast_2d(self.scaled_coef_)
+        inverse = self._inverse_lambda()
+        return np.column_stack([(X @ theta[k]) * inverse[k] for k in range(theta.shape[0])])
 
     def _compute_coef_at(self, columns):
         return self._weights(self.scaled_coef_[..., columns])
@@ -326,6 +346,22 @@ _DOC_STOP_EACH_EPOCH = """    tol : float or None, default=1e-3
         epochs.
     n_iter_no_change : int, default=5
         See ``tol``.
+    early_stopping : bool or "auto", default="auto"
+        Whether ``fit`` holds out ``validation_fraction`` of the rows
+        (stratified by class for a classifier), trains on the others, and
+        also stops when their score (``score``: accuracy, or R^2) has not
+        risen above the best so far plus ``tol`` for ``n_iter_no_change``
+        consecutive epochs; ``fit`` then stops at the first of that test and
+        the loss test above.  "auto": when X has more columns than rows
+        (text): there a linear model separates the training rows, and the
+        progressive loss, with no penalty to hold it, keeps falling long
+        after the predictions have stopped improving (SMS spam through
+        TfidfVectorizer: 20 epochs on the loss alone, 9 to 13 with held-out
+        rows, the same test accuracy).  With ``tol=None``, ``max_iter=1``
+        or in ``partial_fit`` nothing is held out.  The scores are
+        ``validation_scores_``.
+    validation_fraction : float, default=0.1
+        The fraction of the rows held out (see ``early_stopping``).
 """
 
 _DOC_STOP_ON_MEAN = """    tol : float or None, default=1e-3
@@ -341,6 +377,22 @@ _DOC_STOP_ON_MEAN = """    tol : float or None, default=1e-3
     n_iter_no_change : int, default=5
         Number of epochs whose mean loss the stopping test compares (see
         ``tol``); ``fit`` runs at least one more.
+    early_stopping : bool or "auto", default="auto"
+        Whether ``fit`` holds out ``validation_fraction`` of the rows
+        (stratified by class for a classifier), trains on the others, and
+        also stops when their score (``score``: accuracy, or R^2) has not
+        risen above the best so far plus ``tol`` for ``n_iter_no_change``
+        consecutive epochs; ``fit`` then stops at the first of that test and
+        the loss test above.  "auto": when X has more columns than rows
+        (text): there a linear model separates the training rows, and the
+        progressive loss, with no penalty to hold it, keeps falling long
+        after the predictions have stopped improving (SMS spam through
+        TfidfVectorizer: 20 epochs on the loss alone, 9 to 13 with held-out
+        rows, the same test accuracy).  With ``tol=None``, ``max_iter=1``
+        or in ``partial_fit`` nothing is held out.  The scores are
+        ``validation_scores_``.
+    validation_fraction : float, default=0.1
+        The fraction of the rows held out (see ``early_stopping``).
 """
 
 _DOC_ATTRS = """
@@ -371,6 +423,9 @@ _DOC_ATTRS = """
     loss_curve_ : list of float
         The same average per epoch of the last ``fit`` (or per
         ``partial_fit`` call).
+    validation_scores_ : list of float
+        The score of the held-out rows after each epoch of the last ``fit``,
+        when it held rows out (see ``early_stopping``); absent otherwise.
     t_ : int
         Steps taken: processed samples of non-zero weight.
     n_iter_ : int
@@ -501,6 +556,8 @@ class ImplicitFTRLRegressor(_ImplicitFTRLMixin, BaseOnlineLinearRegressor):
         max_iter=1000,
         tol=1e-3,
         n_iter_no_change=5,
+        early_stopping="auto",
+        validation_fraction=0.1,
         shuffle=True,
         random_state=None,
         warm_start=False,
@@ -515,6 +572,8 @@ class ImplicitFTRLRegressor(_ImplicitFTRLMixin, BaseOnlineLinearRegressor):
         self.max_iter = max_iter
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
         self.shuffle = shuffle
         self.random_state = random_state
         self.warm_start = warm_start
@@ -605,6 +664,8 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         max_iter=1000,
         tol=1e-3,
         n_iter_no_change=5,
+        early_stopping="auto",
+        validation_fraction=0.1,
         shuffle=True,
         random_state=None,
         warm_start=False,
@@ -620,6 +681,8 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         self.max_iter = max_iter
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
         self.shuffle = shuffle
         self.random_state = random_state
         self.warm_start = warm_start

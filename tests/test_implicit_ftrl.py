@@ -672,3 +672,159 @@ def test_asking_for_the_next_rows_theta_changes_nothing(update):
     assert_array_equal(hinted.scaled_coef_, plain.scaled_coef_)
     assert_array_equal(hinted.intercept_, plain.intercept_)
     assert hinted.loss_curve_ == plain.loss_curve_
+
+
+# ----------------------------------------------------------------------------
+# early stopping on held-out rows (early_stopping, validation_fraction)
+def _wide_text():
+    """SMS spam through TfidfVectorizer: far more columns than rows."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from sklearn_adaprox.datasets import load_sms_spam
+
+    texts, labels = load_sms_spam()
+    t_train, t_test, y_train, y_test = train_test_split(
+        np.array(texts, dtype=object), labels, test_size=0.25, random_state=0,
+        stratify=labels)
+    tfidf = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+    return tfidf.fit_transform(t_train), y_train, tfidf.transform(t_test), y_test
+
+
+def test_held_out_split_is_stratified_and_keeps_a_row_of_each_label():
+    from sklearn_adaprox._base import held_out_split
+
+    labels = np.repeat([0, 1, 2, 3], [95, 31, 6, 1])
+    held = held_out_split(labels, 0.1, np.random.RandomState(0))
+    assert held.dtype == np.int64 and np.all(np.diff(held) > 0)
+    # round(0.1 * count) of each label, never the last row of one
+    assert_array_equal(np.bincount(labels[held], minlength=4), [10, 3, 1, 0])
+    again = held_out_split(labels, 0.1, np.random.RandomState(0))
+    assert_array_equal(held, again)
+    assert not np.array_equal(held, held_out_split(labels, 0.1, np.random.RandomState(1)))
+    assert held_out_split(np.zeros(2, np.intp), 0.9, np.random.RandomState(0)).shape == (1,)
+
+
+def test_wide_text_stops_on_held_out_rows_sooner_and_as_accurate():
+    """The default ("auto") on text: fit trains on 90 % of the rows and stops
+    once their held-out accuracy stops rising, in fewer epochs than the
+    progressive loss takes (an unpenalised loss keeps falling on separable
+    rows), with the same test accuracy to half a point."""
+    X, y, X_test, y_test = _wide_text()
+    held = ImplicitFTRLClassifier(random_state=0).fit(X, y)
+    loss_only = ImplicitFTRLClassifier(random_state=0, early_stopping=False).fit(X, y)
+    assert not hasattr(loss_only, "validation_scores_")
+    assert len(held.validation_scores_) == held.n_iter_
+    assert held.n_iter_ < 0.75 * loss_only.n_iter_
+    assert held.score(X_test, y_test) >= loss_only.score(X_test, y_test) - 0.005
+    # each epoch stepped on the rows not held out (round(0.1 n) per class)
+    counts = np.unique(y, return_counts=True)[1]
+    n_held = int(np.sum(np.floor(0.1 * counts + 0.5)))
+    assert held.t_ == held.n_iter_ * (X.shape[0] - n_held)
+
+
+@pytest.mark.parametrize("layout", ["csr", "dense"])
+def test_early_stopping_trains_on_the_other_rows_and_scores_the_held_out_ones(layout):
+    """Reference: with beta and G fixed (not resolved from all the rows), a
+    fit that held rows out is, bit for bit, a fit of that many epochs on the
+    other rows with the same shuffles; each recorded score is accuracy_score
+    of the held-out rows (checked for the last)."""
+    from sklearn.metrics import accuracy_score
+
+    from sklearn_adaprox._base import held_out_split
+
+    X, y, _, _ = _wide_text()
+    X, y = X[:600], y[:600]
+    if layout == "dense":
+        X = X[:, :700].toarray()  # still wider than long
+    params = dict(beta=14.0, G=1.0, tol=1e-3, n_iter_no_change=3)
+    held = ImplicitFTRLClassifier(early_stopping=True, random_state=0, **params).fit(X, y)
+    rng = np.random.RandomState(0)
+    rows = held_out_split((y == held.classes_[1]).astype(np.intp), 0.1, rng)
+    train = np.setdiff1d(np.arange(X.shape[0]), rows)
+    reference = ImplicitFTRLClassifier(
+        early_stopping=False, random_state=rng, max_iter=held.n_iter_,
+        **dict(params, tol=None)).fit(X[train], y[train])
+    assert_array_equal(held.scaled_coef_, reference.scaled_coef_)
+    assert_array_equal(held.intercept_, reference.intercept_)
+    assert held.t_ == reference.t_
+    assert held.validation_scores_[-1] == accuracy_score(y[rows], held.predict(X[rows]))
+
+
+def test_held_out_r2_of_a_wide_regression():
+    from sklearn.metrics import r2_score
+
+    rng = np.random.RandomState(0)
+    X = sp.random(120, 400, density=0.05, format="csr", random_state=rng)
+    y = X @ rng.randn(400) + 0.1 * rng.randn(120)
+    w = rng.uniform(0.5, 2.0, 120)
+    reg = ImplicitFTRLRegressor(random_state=0, n_iter_no_change=2).fit(X, y, sample_weight=w)
+    assert len(reg.validation_scores_) == reg.n_iter_
+    # the rows held out: 12 of 120, as the split draws them first
+    from sklearn_adaprox._base import held_out_split
+
+    rows = held_out_split(np.zeros(120, np.intp), 0.1, np.random.RandomState(0))
+    assert_allclose(reg.validation_scores_[-1],
+                    r2_score(y[rows], reg.predict(X[rows]), sample_weight=w[rows]),
+                    rtol=1e-12)
+
+
+@pytest.mark.parametrize("Est", [ImplicitFTRLClassifier, ImplicitFTRLRegressor])
+def test_narrow_data_auto_holds_nothing_out(Est):
+    """"auto" on data with fewer columns than rows, and any setting with
+    tol=None, max_iter=1 or in partial_fit: the model of the loss test
+    alone, bit for bit."""
+    X, y = load_diabetes(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    if Est is ImplicitFTRLClassifier:
+        y = (y > np.median(y)).astype(int)
+    else:
+        y = (y - y.mean()) / y.std()
+    auto = Est(random_state=0).fit(X, y)
+    off = Est(random_state=0, early_stopping=False).fit(X, y)
+    assert not hasattr(auto, "validation_scores_")
+    assert_array_equal(auto.coef_, off.coef_)
+    assert auto.n_iter_ == off.n_iter_
+    for params in (dict(tol=None, max_iter=3), dict(max_iter=1)):
+        on = Est(random_state=0, early_stopping=True, **params).fit(X, y)
+        assert not hasattr(on, "validation_scores_")
+        assert_array_equal(on.coef_, Est(random_state=0, **params).fit(X, y).coef_)
+    streamed = Est(random_state=0, early_stopping=True)
+    plain = Est(random_state=0, early_stopping=False)
+    for start in range(0, 300, 100):
+        streamed.partial_fit(X[start:start + 100], y[start:start + 100],
+                             **({"classes": [0, 1]} if Est is ImplicitFTRLClassifier else {}))
+        plain.partial_fit(X[start:start + 100], y[start:start + 100],
+                          **({"classes": [0, 1]} if Est is ImplicitFTRLClassifier else {}))
+    assert_array_equal(streamed.coef_, plain.coef_)
+    # a refit without held-out rows drops the scores of the last fit
+    wide = np.hstack([X, np.zeros((X.shape[0], 500))])
+    model = Est(random_state=0).fit(wide, y)
+    assert hasattr(model, "validation_scores_")
+    assert not hasattr(model.set_params(early_stopping=False).fit(wide, y),
+                       "validation_scores_")
+
+
+def test_early_stopping_that_cannot_split_is_refused_and_changes_nothing():
+    X, y, _, _ = _wide_text()
+    X, y = X[:40], y[:40]
+    fitted = ImplicitFTRLClassifier(random_state=0).fit(X, y)
+    before = pickle.dumps(fitted)
+    fitted.set_params(early_stopping=True, validation_fraction=0.01)
+    with pytest.raises(ValueError, match="cannot hold out validation_fraction=0.01 "
+                                         "of these 40 rows: no row is held out"):
+        fitted.fit(X, y)
+    from sklearn_adaprox._base import held_out_split
+
+    # weight 0 on exactly the rows the split draws first
+    rows = held_out_split((y == fitted.classes_[1]).astype(np.intp), 0.5,
+                          np.random.RandomState(0))
+    weights = np.ones(40)
+    weights[rows] = 0.0
+    fitted.set_params(validation_fraction=0.5)
+    with pytest.raises(ValueError, match="the held-out rows have no non-zero sample weight"):
+        fitted.fit(X, y, sample_weight=weights)
+    assert pickle.dumps(fitted.set_params(early_stopping="auto", validation_fraction=0.1)) \
+        == before
+    # "auto" falls back to the loss test where True would be refused
+    small = ImplicitFTRLClassifier(random_state=0, validation_fraction=0.01).fit(X, y)
+    assert not hasattr(small, "validation_scores_")
