@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
+from bundled_text import sms_tfidf
 from reference.implicit_ftrl import gradient_bound_reference
 from sklearn.datasets import load_diabetes
-from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import Ridge, SGDClassifier, SGDRegressor
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
@@ -19,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_adaprox import (AdaGradClassifier, ImplicitFTRLClassifier,
                              ImplicitFTRLRegressor, PairwiseAUCClassifier,
                              RDAPlusClassifier)
-from sklearn_adaprox.datasets import load_a9a, load_sms_spam
+from sklearn_adaprox.datasets import load_a9a
 
 
 # ----------------------------------------------------------------------------
@@ -326,15 +326,6 @@ def test_auto_eta_makes_the_model_equivariant_to_scale(params):
 
 # ----------------------------------------------------------------------------
 # the defaults beside scikit-learn's, loose thresholds on bundled real data
-def _sms_tfidf():
-    texts, labels = load_sms_spam()
-    t_train, t_test, y_train, y_test = train_test_split(
-        np.array(texts, dtype=object), labels, test_size=0.25, random_state=0,
-        stratify=labels)
-    tfidf = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
-    return tfidf.fit_transform(t_train), y_train, tfidf.transform(t_test), y_test
-
-
 def _a9a():
     X, y, X_test, y_test = load_a9a()
     return X, y, X_test, y_test
@@ -350,7 +341,7 @@ DEFAULT_CLASSIFIERS = [
 ]
 
 
-@pytest.mark.parametrize("data", [_sms_tfidf, _a9a], ids=["sms_spam", "a9a"])
+@pytest.mark.parametrize("data", [sms_tfidf, _a9a], ids=["sms_spam", "a9a"])
 @pytest.mark.parametrize("est", DEFAULT_CLASSIFIERS, ids=repr)
 def test_defaults_learn_as_well_as_sgd_defaults(data, est):
     """Accuracy within 1.5 points of the better of SGDClassifier's defaults

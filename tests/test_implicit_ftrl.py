@@ -14,6 +14,7 @@ from sklearn.linear_model import Ridge
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from bundled_text import sms_tfidf
 from reference import losses
 from reference.implicit_ftrl import gradient_bound_reference, implicit_ftrl_reference
 from sklearn_adaprox import ImplicitFTRLClassifier, ImplicitFTRLRegressor
@@ -676,20 +677,6 @@ def test_asking_for_the_next_rows_theta_changes_nothing(update):
 
 # ----------------------------------------------------------------------------
 # early stopping on held-out rows (early_stopping, validation_fraction)
-def _wide_text():
-    """SMS spam through TfidfVectorizer: far more columns than rows."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    from sklearn_adaprox.datasets import load_sms_spam
-
-    texts, labels = load_sms_spam()
-    t_train, t_test, y_train, y_test = train_test_split(
-        np.array(texts, dtype=object), labels, test_size=0.25, random_state=0,
-        stratify=labels)
-    tfidf = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
-    return tfidf.fit_transform(t_train), y_train, tfidf.transform(t_test), y_test
-
-
 def test_held_out_split_is_stratified_and_keeps_a_row_of_each_label():
     from sklearn_adaprox._base import held_out_split
 
@@ -709,7 +696,7 @@ def test_wide_text_stops_on_held_out_rows_sooner_and_as_accurate():
     once their held-out accuracy stops rising, in fewer epochs than the
     progressive loss takes (an unpenalised loss keeps falling on separable
     rows), with the same test accuracy to half a point."""
-    X, y, X_test, y_test = _wide_text()
+    X, y, X_test, y_test = sms_tfidf()
     held = ImplicitFTRLClassifier(random_state=0).fit(X, y)
     loss_only = ImplicitFTRLClassifier(random_state=0, early_stopping=False).fit(X, y)
     assert not hasattr(loss_only, "validation_scores_")
@@ -732,7 +719,7 @@ def test_early_stopping_trains_on_the_other_rows_and_scores_the_held_out_ones(la
 
     from sklearn_adaprox._base import held_out_split
 
-    X, y, _, _ = _wide_text()
+    X, y, _, _ = sms_tfidf()
     X, y = X[:600], y[:600]
     if layout == "dense":
         X = X[:, :700].toarray()  # still wider than long
@@ -788,13 +775,12 @@ def test_narrow_data_auto_holds_nothing_out(Est):
         on = Est(random_state=0, early_stopping=True, **params).fit(X, y)
         assert not hasattr(on, "validation_scores_")
         assert_array_equal(on.coef_, Est(random_state=0, **params).fit(X, y).coef_)
+    classes = {"classes": [0, 1]} if Est is ImplicitFTRLClassifier else {}
     streamed = Est(random_state=0, early_stopping=True)
     plain = Est(random_state=0, early_stopping=False)
     for start in range(0, 300, 100):
-        streamed.partial_fit(X[start:start + 100], y[start:start + 100],
-                             **({"classes": [0, 1]} if Est is ImplicitFTRLClassifier else {}))
-        plain.partial_fit(X[start:start + 100], y[start:start + 100],
-                          **({"classes": [0, 1]} if Est is ImplicitFTRLClassifier else {}))
+        streamed.partial_fit(X[start:start + 100], y[start:start + 100], **classes)
+        plain.partial_fit(X[start:start + 100], y[start:start + 100], **classes)
     assert_array_equal(streamed.coef_, plain.coef_)
     # a refit without held-out rows drops the scores of the last fit
     wide = np.hstack([X, np.zeros((X.shape[0], 500))])
@@ -805,7 +791,7 @@ def test_narrow_data_auto_holds_nothing_out(Est):
 
 
 def test_early_stopping_that_cannot_split_is_refused_and_changes_nothing():
-    X, y, _, _ = _wide_text()
+    X, y, _, _ = sms_tfidf()
     X, y = X[:40], y[:40]
     fitted = ImplicitFTRLClassifier(random_state=0).fit(X, y)
     before = pickle.dumps(fitted)
