@@ -735,15 +735,15 @@ class BaseOnlineLinearModel(BaseEstimator):
         rows = as_row_arrays(X)
         max_iter = 1 if partial else self.max_iter
         rng = check_random_state(self.random_state)
-        held_out = None
+        held_out = None  # what _held_out_score reads, when fit holds rows out
         if not partial:
             self.__dict__.pop("validation_scores_", None)
-            if self.tol is not None and max_iter > 1:
-                held_out = self._held_out_rows(X, targets, sample_weight, rng)
-        if held_out is not None:
-            # the passes go over the other rows only (in shuffled order)
-            order, held_out = held_out
-            self.validation_scores_ = []
+            split = (self._held_out_rows(X, targets, sample_weight, rng)
+                     if self.tol is not None and max_iter > 1 else None)
+            if split is not None:
+                # the passes go over the other rows only (in shuffled order)
+                order, held_out = split
+                self.validation_scores_ = []
         n_steps = int(np.count_nonzero(
             sample_weight if order is None else sample_weight[order]))
         best_loss, n_no_improvement = np.inf, 0
