@@ -705,7 +705,11 @@ cdef int pass_rows(AdaGradProblem problem,
                 prefetch_entries(acc, 2 * sizeof(double), next_idx, next_nnz)
                 if h.update == MIRROR_DESCENT:
                     prefetch_entries(w, sizeof(double), next_idx, next_nnz)
-                    prefetch_entries(last, sizeof(int64_t), next_idx, next_nnz)
+                    # the steps are kept only with a penalty (md_update): a
+                    # third line per entry asked for in vain cost a third of a
+                    # pass without one (20 newsgroups hashed: 57 -> 41 ms)
+                    if h.l1 != 0.0 or h.l2 != 0.0:
+                        prefetch_entries(last, sizeof(int64_t), next_idx, next_nnz)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
