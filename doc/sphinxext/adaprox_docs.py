@@ -168,6 +168,14 @@ BENCHMARKS = {
         "time.  Part B: samples until plain RDA identifies a superset of twice "
         "the support, and the optimal support, medians (standard deviation) "
         "over shuffles, next to the paper's columns."),
+    "bench_rdaplus_text": (
+        "RDA+'s objective against SGD's defaults on text",
+        "Test accuracy of the l1-logistic objective that `RDAPlusClassifier` "
+        "solves, with its `alpha=\"auto\"` rule at several ratios r of "
+        "`alpha_max` (0.01 is the default) and by LIBLINEAR at the default, "
+        "beside `SGDClassifier()` and `SGDClassifier(loss=\"log_loss\")` with "
+        "their defaults, on the splits of `bench_defaults.py`; non-zero weights "
+        "in parentheses, one fit's seconds."),
     "bench_adagrad_multiclass": (
         "AdaGrad against non-adaptive RDA at equal lambda "
         "(Duchi, Hazan & Singer 2011, Table 3)",
