@@ -434,11 +434,15 @@ class BaseOnlineLinearModel(BaseEstimator):
         if checked is None:
             check_is_fitted(self)
             checked = validate_data(self, X, accept_sparse="csr", reset=False)
-        if sp.issparse(checked) and self._coef_is_computed():
-            scores = self._sparse_products(checked)
-        else:
-            scores = safe_sparse_dot(checked, self.coef_.T, dense_output=True)
-        return scores + self.intercept_
+        return self._products(checked) + self.intercept_
+
+    def _products(self, X):
+        """``X @ coef_.T`` for validated rows X, with only the weights of
+        X's columns computed where the model computes them
+        (``_sparse_products``)."""
+        if sp.issparse(X) and self._coef_is_computed():
+            return self._sparse_products(X)
+        return safe_sparse_dot(X, self.coef_.T, dense_output=True)
 
     def _sparse_products(self, X):
         """``X @ coef_.T`` for a validated CSR X, where coef_ is computed
@@ -462,10 +466,9 @@ class BaseOnlineLinearModel(BaseEstimator):
                                      y, sample_weight)
 
     def _held_out_products(self, X):
-        """``X @ coef_.T`` of the held-out rows (validated: rows of X)."""
-        if sp.issparse(X) and self._coef_is_computed():
-            return self._sparse_products(X)
-        return safe_sparse_dot(X, self.coef_.T, dense_output=True)
+        """``X @ coef_.T`` of the held-out rows (validated: rows of X); an
+        estimator may compute them in a way that suits its state."""
+        return self._products(X)
 
     # ------------------------------------------------------------------
     def _transaction(self, call, *args):
@@ -568,7 +571,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         setting = getattr(self, "early_stopping", False)
         if setting is False or (setting == "auto" and not X.shape[1] > X.shape[0]):
             return None
-        labels = self._held_out_labels(targets)
+        labels = self._class_indices(targets)
         n_samples = X.shape[0]
         held = held_out_split(labels if labels is not None else np.zeros(n_samples, np.intp),
                               self.validation_fraction, rng)
@@ -589,8 +592,9 @@ class BaseOnlineLinearModel(BaseEstimator):
         y_held = targets[0][held] if labels is None else self.classes_[labels[held]]
         return train.astype(np.int64), (X[held], y_held, sample_weight[held])
 
-    def _held_out_labels(self, targets):
-        """What the held-out split is stratified by (None: not stratified)."""
+    def _class_indices(self, targets):
+        """Each row's class index, from the targets of the problems; None
+        for a regressor (its held-out split is not stratified)."""
         return None
 
     def _in_place_size(self):
@@ -1082,12 +1086,11 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
     def _score_of_scores(self, scores, y, sample_weight):
         # accuracy_score(y, predictions, sample_weight), predictions as
         # LinearClassifierMixin.predict makes them from the scores
-        scores = scores.reshape(scores.shape[0], -1)
-        index = (scores[:, 0] > 0).astype(np.intp) if scores.shape[1] == 1 else scores.argmax(axis=1)
-        return float(np.average(self.classes_[index] == y, weights=sample_weight))
+        return float(np.average(self._labels_from_scores(scores) == y, weights=sample_weight))
 
-    def _held_out_labels(self, targets):
-        # each row's class index, from the +-1 targets of binary_problem_targets
+    def _class_indices(self, targets):
+        # from the +-1 targets of binary_problem_targets: the +1 of each
+        # row's problem, or for a single problem its sign
         if len(targets) == 1:
             return (targets[0] > 0).astype(np.intp)
         return np.argmax(np.stack(targets), axis=0)
@@ -1151,12 +1154,16 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         decision_function(X)`` without another pass over X (the streaming
         scorer's one product per chunk); the probabilities are None where
         the estimator has no ``predict_proba``."""
-        if scores.ndim == 1:
-            labels = self.classes_[(scores > 0).astype(np.intp)]
-        else:
-            labels = self.classes_[scores.argmax(axis=1)]
         proba = self._proba_from_scores(scores) if hasattr(self, "predict_proba") else None
-        return proba, labels
+        return proba, self._labels_from_scores(scores)
+
+    def _labels_from_scores(self, scores):
+        """``predict``'s labels from the scores of one binary problem (1-D,
+        or one column) or of one problem per class."""
+        scores = scores.reshape(scores.shape[0], -1)
+        if scores.shape[1] == 1:
+            return self.classes_[(scores[:, 0] > 0).astype(np.intp)]
+        return self.classes_[scores.argmax(axis=1)]
 
     @staticmethod
     def _proba_from_loss(scores, loss):

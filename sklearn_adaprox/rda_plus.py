@@ -728,9 +728,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             return self
         if partial and self.local_phase:
             # the reservoir keeps class indices: the +1 of each row's problem
-            y_index = (np.argmax(np.vstack(y_pm) > 0, axis=0) if n_problems > 1
-                       else (y_pm[0] > 0).astype(np.int64))
-            self._update_reservoir(X, y_index, sample_weight)
+            self._update_reservoir(X, self._class_indices(y_pm), sample_weight)
 
         rows = as_row_arrays(X)
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)

@@ -18,6 +18,7 @@ from bundled_text import sms_tfidf
 from reference import losses
 from reference.implicit_ftrl import gradient_bound_reference, implicit_ftrl_reference
 from sklearn_adaprox import ImplicitFTRLClassifier, ImplicitFTRLRegressor
+from sklearn_adaprox._base import held_out_split
 from sklearn_adaprox._dataset import set_prefetch
 from sklearn_adaprox._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
 from sklearn_adaprox._loss import make_loss
@@ -678,8 +679,6 @@ def test_asking_for_the_next_rows_theta_changes_nothing(update):
 # ----------------------------------------------------------------------------
 # early stopping on held-out rows (early_stopping, validation_fraction)
 def test_held_out_split_is_stratified_and_keeps_a_row_of_each_label():
-    from sklearn_adaprox._base import held_out_split
-
     labels = np.repeat([0, 1, 2, 3], [95, 31, 6, 1])
     held = held_out_split(labels, 0.1, np.random.RandomState(0))
     assert held.dtype == np.int64 and np.all(np.diff(held) > 0)
@@ -717,8 +716,6 @@ def test_early_stopping_trains_on_the_other_rows_and_scores_the_held_out_ones(la
     of the held-out rows (checked for the last)."""
     from sklearn.metrics import accuracy_score
 
-    from sklearn_adaprox._base import held_out_split
-
     X, y, _, _ = sms_tfidf()
     X, y = X[:600], y[:600]
     if layout == "dense":
@@ -747,8 +744,6 @@ def test_held_out_r2_of_a_wide_regression():
     reg = ImplicitFTRLRegressor(random_state=0, n_iter_no_change=2).fit(X, y, sample_weight=w)
     assert len(reg.validation_scores_) == reg.n_iter_
     # the rows held out: 12 of 120, as the split draws them first
-    from sklearn_adaprox._base import held_out_split
-
     rows = held_out_split(np.zeros(120, np.intp), 0.1, np.random.RandomState(0))
     assert_allclose(reg.validation_scores_[-1],
                     r2_score(y[rows], reg.predict(X[rows]), sample_weight=w[rows]),
@@ -799,8 +794,6 @@ def test_early_stopping_that_cannot_split_is_refused_and_changes_nothing():
     with pytest.raises(ValueError, match="cannot hold out validation_fraction=0.01 "
                                          "of these 40 rows: no row is held out"):
         fitted.fit(X, y)
-    from sklearn_adaprox._base import held_out_split
-
     # weight 0 on exactly the rows the split draws first
     rows = held_out_split((y == fitted.classes_[1]).astype(np.intp), 0.5,
                           np.random.RandomState(0))
