@@ -81,8 +81,12 @@ topics against the other ten), w8a and a text-like Zipf matrix
 (``make_sparse_zipf(200_000, 2**20, 50, informative_scale="flat")``, whose
 labels a linear model learns).  Each learner runs ``--rounds`` interleaved
 rounds (default 5); the table gives the median time, the spread (min to
-max), ``vs SGD`` (median over the SGD twin's median) and ``x floor``
-(median over the median of ``X @ w``).  Targets (issue 14): dual averaging
+max), ``vs SGD`` (median over the SGD twin's median), ``x floor``
+(median over the median of ``X @ w``) and ``x pair floor`` (median over
+the median of the same product with every weight 16 bytes apart: the
+cache lines of a state of two doubles per coordinate, the (u, root) pair
+that dual averaging and FTRL-Proximal read and write per non-zero, where
+SGD reads one double).  Targets (issue 14): dual averaging
 and FTRL-Proximal at most SGD's time with every penalty and loss, mirror
 descent at most 1.5x, the AUC learner at most 1.5x.
 
@@ -520,6 +524,17 @@ def hashed_text(data_dir, file, binary_split):
     return as_int32_csr(X), labels
 
 
+def pair_floor_operands(X):
+    """``(X2, w2)`` whose product reads, for each non-zero of X in column j,
+    entry 2j of a vector twice the width: the cache lines of the 16-byte
+    pair j of an interleaved array.  Its time is the floor of a pass over a
+    state of two doubles per coordinate (AdaGrad's (u, root)), as ``X @ w``
+    is that of one double (SGD's weights)."""
+    X_pairs = sp.csr_matrix((X.data, 2 * X.indices, X.indptr),
+                            shape=(X.shape[0], 2 * X.shape[1]))
+    return X_pairs, np.random.RandomState(0).standard_normal(2 * X.shape[1])
+
+
 def rule_data_sets(args):
     data_dir = Path(args.data_dir)
     for name, file, binary_split in (("sms hashed", "sms_spam.jsonl.gz", False),
@@ -562,40 +577,49 @@ def bench_rules(args, alphas, summary):
     RESULTS.table("rules", "One epoch of every update rule, penalty and loss "
                   "against SGDClassifier with the same loss and penalty",
                   ["data set", "learner", "loss", "penalty", "median (s)", "min (s)",
-                   "max (s)", "vs SGD", "x floor"],
+                   "max (s)", "vs SGD", "x floor", "x pair floor"],
                   notes=f"median, min and max over {args.rounds} interleaved rounds; vs SGD: "
                   "median / the median of SGDClassifier with the same loss and penalty; "
-                  "x floor: median / the median of X @ w.")
+                  "x floor: median / the median of X @ w (one 8-byte weight read per "
+                  "non-zero, SGD's state); x pair floor: median / the median of the same "
+                  "product over 16-byte entries (an AdaGrad coordinate's (u, root) pair).")
     for set_name, X, y in rule_data_sets(args):
         jobs = rule_learners(alphas)
         w = np.random.RandomState(0).standard_normal(X.shape[1])
+        X_pairs, w_pairs = pair_floor_operands(X)
         times = {i: [] for i in range(len(jobs))}
-        floor = []
+        floor, pair_floor = [], []
         for _ in range(args.rounds):
             start = time.perf_counter()
             X @ w
             floor.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            X_pairs @ w_pairs
+            pair_floor.append(time.perf_counter() - start)
             for i, (_, _, _, _, estimator) in enumerate(jobs):
                 est = clone(estimator)
                 start = time.perf_counter()
                 est.fit(X, y)
                 times[i].append(time.perf_counter() - start)
         floor = float(np.median(floor))
+        pair_floor = float(np.median(pair_floor))
         median = {i: float(np.median(t)) for i, t in times.items()}
         sgd = {(loss, penalty): median[i] for i, (learner, loss, penalty, _, _)
                in enumerate(jobs) if learner == SGD_NAME}
         print(f"\n== rules: {set_name}: {X.shape[0]} x {X.shape[1]}, nnz {X.nnz} "
-              f"({X.nnz / X.shape[0]:.0f}/row); floor X @ w {floor * 1e3:.2f} ms; "
-              f"{args.rounds} rounds")
+              f"({X.nnz / X.shape[0]:.0f}/row); floor X @ w {floor * 1e3:.2f} ms, "
+              f"pair floor {pair_floor * 1e3:.2f} ms; {args.rounds} rounds")
         print(f"{'learner':<13} {'loss':<8} {'penalty':<10} {'median ms':>9} "
-              f"{'min-max ms':>15} {'vs SGD':>7} {'x floor':>8}")
+              f"{'min-max ms':>15} {'vs SGD':>7} {'x floor':>8} {'x pairs':>8}")
         for i, (learner, loss, penalty, twin, _) in enumerate(jobs):
             ratio = median[i] / sgd[twin] if twin else 1.0
             spread = f"{min(times[i]) * 1e3:.1f}-{max(times[i]) * 1e3:.1f}"
             print(f"{learner:<13} {loss:<8} {str(penalty):<10} {median[i] * 1e3:9.1f} "
-                  f"{spread:>15} {ratio:7.2f} {median[i] / floor:8.1f}")
+                  f"{spread:>15} {ratio:7.2f} {median[i] / floor:8.1f} "
+                  f"{median[i] / pair_floor:8.1f}")
             RESULTS.row("rules", set_name, learner, loss, str(penalty), median[i],
-                        min(times[i]), max(times[i]), ratio, median[i] / floor)
+                        min(times[i]), max(times[i]), ratio, median[i] / floor,
+                        median[i] / pair_floor)
             if learner in RULE_TARGETS:
                 summary.append((f"{set_name}, {learner} {loss} {penalty}", ratio,
                                 RULE_TARGETS[learner]))

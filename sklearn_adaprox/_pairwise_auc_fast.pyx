@@ -304,9 +304,9 @@ cdef class PairwiseAUCProblem:
         cdef bint indices_in_range = True
         for q in range(partner_indices.shape[0]):
             indices_in_range &= 0 <= partner_indices[q] < d
-        if moving is not None:
+        if moving is not None:  # strictly increasing (momentum_support's order)
             for q in range(moving.shape[0]):
-                indices_in_range &= 0 <= moving[q] < d
+                indices_in_range &= 0 <= moving[q] < d and (q == 0 or moving[q - 1] < moving[q])
         if (momentum.shape[0] != d or sum_sq_gradient.shape[0] != d
                 or score_stats.shape[0] != 2 or score_stats.shape[1] != 3
                 or partner_values.shape[0] != partner_indices.shape[0]
@@ -570,11 +570,22 @@ cdef class PairwiseAUCProblem:
         """The sorted coordinates of non-zero momentum after ``finalize``
         (each is stamped: a step caught it up), or None if the call took
         no step (nothing is stamped, the momentum is unchanged).
-        O(stamped); before ``release_workspace``."""
+        O(stamped); before ``release_workspace``.  Given ``moving``, which
+        holds every such coordinate in increasing order, those of it (no
+        sort: it took as long as a one-row call's own kernel work)."""
         cdef Py_ssize_t q, j, n = 0
         cdef int64_t[::1] out
         if self.t < self.first_step:
             return None
+        if self.moving is not None:
+            support = np.empty(self.moving.shape[0], dtype=np.int64)
+            out = support
+            for q in range(self.moving.shape[0]):
+                j = self.moving[q]
+                if self.momentum[j] != 0.0:
+                    out[n] = j
+                    n += 1
+            return support[:n]
         support = np.empty(self.workspace.n_stamped, dtype=np.int64)
         out = support
         for q in range(self.workspace.n_stamped):

@@ -42,6 +42,21 @@ _SPARE_WORKSPACE = {}
 _MOMENTUM_SUPPORT = weakref.WeakKeyDictionary()
 
 
+def _sorted_union(a, b):
+    """The sorted union of two sorted arrays of distinct int64 values: the
+    values of ``b`` not in ``a`` inserted where they belong.  O(len(a) +
+    len(b) log len(a)), where sorting the concatenation took most of the
+    call's own time outside the kernel when ``a`` is the momentum's columns
+    (some 20,000 of them a row after another on 2**20 columns) and ``b`` a
+    row's."""
+    if a.shape[0] == 0:
+        return b
+    position = np.searchsorted(a, b)
+    new = a[np.minimum(position, a.shape[0] - 1)] != b
+    new |= position == a.shape[0]
+    return np.insert(a, position[new], b[new])
+
+
 def _take_workspace(n_features):
     spare = _SPARE_WORKSPACE.pop(n_features, None)
     return spare if spare is not None else PairwiseWorkspace(n_features)
@@ -408,7 +423,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         partner = partner[(partner >= 0) & (partner < d)]
         listed = _MOMENTUM_SUPPORT.get(self)
         if listed is not None and listed[0] == self.__dict__.get("_state_version"):
-            return sorted_distinct(np.concatenate([columns, partner, listed[1]]))
+            return _sorted_union(listed[1], sorted_distinct(np.concatenate([columns, partner])))
         # a mask, not a union of sorted lists: the momentum's columns are
         # most of a narrow model's, and flatnonzero of the floats themselves
         # is six times slower than of this comparison
@@ -556,8 +571,8 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         """coef_ from the state: the averaged iterates, or the last one
         (in the columns the call could change, when they are known)."""
         columns = self._moving_columns()
-        if columns is not None:
-            self.coef_[0, columns] = self.iterate_[0, columns]
+        if columns is not None:  # rows of 1-D views: a third quicker than [0, columns]
+            self.coef_[0][columns] = self.iterate_[0][columns]
         elif self.average and self.averaged_steps_ > 0:
             self.coef_[0] = self.coef_sum_[0] / self.averaged_steps_
         else:

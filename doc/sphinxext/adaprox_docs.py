@@ -149,7 +149,9 @@ BENCHMARKS = {
         "against `SGDClassifier` with the same loss and penalty, on hashed SMS and "
         "20 newsgroups texts (2**20 columns, bigrams), w8a and a text-like Zipf "
         "matrix: median and spread over interleaved rounds, *vs SGD* the ratio of "
-        "the medians, *x floor* the median as a multiple of a bare `X @ w`."),
+        "the medians, *x floor* the median as a multiple of a bare `X @ w`, *x pair "
+        "floor* as a multiple of the same product over 16-byte entries (the cache "
+        "lines of AdaGrad's (u, root) pairs)."),
     "bench_stream": (
         "Streaming: file to model against Vowpal Wabbit and scikit-learn",
         "One pass over a generated svmlight file (hashed word counts, 2**20 "
