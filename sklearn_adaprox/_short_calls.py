@@ -144,18 +144,21 @@ class _ShortPath:
         CSR matrix or a C-ordered array of 1 to ``SHORT_CHUNK_ROWS`` rows of
         the fitted width, of contiguous arrays of types the kernels are
         compiled for (``kernels``: their row of ``kernels``), else None.
-        ``csr_only``: dense X is None too.  Whether the values are plain
-        (finite, canonical columns: see the module docstring) is checked
-        by the kernel that reads them (``_dataset.plain_rows_largest``)."""
+        ``csr_only`` (scoring): dense X is None too.  Whether the values are
+        plain (finite, canonical columns: see the module docstring) is
+        checked by the kernel that reads them (``_dataset.plain_rows_largest``)."""
         if type(X) in _CSR_TYPES:
             data, indices, indptr, is_dense = X.data, X.indices, X.indptr, False
             # arrays the compiled calls cannot take (strided views, arrays of
             # more dimensions put in by hand) are the general path's, which
-            # says what is wrong; the compiled calls must not fail on them
-            # before they start (see learn_rows)
-            for array in (data, indices, indptr):
-                if array.ndim != 1 or not array.flags.c_contiguous:
-                    return None
+            # says what is wrong; the compiled learning calls must not fail
+            # on them before they start (see learn_rows).  A scoring call
+            # changes nothing: its kernel's typed arguments refuse them
+            # (ValueError) and short_scores hands X to the general path.
+            if not csr_only:
+                for array in (data, indices, indptr):
+                    if array.ndim != 1 or not array.flags.c_contiguous:
+                        return None
         elif csr_only or type(X) is not np.ndarray or X.ndim != 2 or not X.flags.c_contiguous:
             return None
         else:
@@ -523,13 +526,19 @@ def _params(est):
     return getter(est.__dict__)
 
 
-def _short_path(est):
+def _short_path(est, scoring=False):
     """The estimator's short path, made if its state and options allow one
     (the checks a continuing call of the general path would pass), or
-    None."""
+    None.  ``scoring``: a path already made that still owns the state will
+    do whatever the parameters are now: scores are a function of the fitted
+    state (under the rule it was fitted with), not of parameters set since."""
     state = est.__dict__
     if "n_features_in_" not in state or "feature_names_in_" in state:
         return None
+    if scoring:
+        known = _SHORT_PATHS.get(id(est))
+        if known is not None and known[0]() is est and known[1].owns(state):
+            return known[1]
     try:
         params = _params(est)
     except KeyError:  # a parameter deleted: the general path says what is wrong
@@ -578,7 +587,7 @@ def short_partial_fit(est, X, y, classes, sample_weight):
 def short_scores(est, X):
     """``decision_function(X)`` before its ravel, for a few plain CSR rows
     (computed from the state at the rows' columns), else None."""
-    path = _short_path(est)
+    path = _short_path(est, scoring=True)
     if path is None:
         return None
     rows = path.rows(X, csr_only=True)

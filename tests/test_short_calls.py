@@ -179,6 +179,35 @@ def test_changed_parameters_and_a_pickle_are_followed(general_calls):
     _assert_same_model(quick, general)
 
 
+@pytest.mark.parametrize("model_type", [AdaGradClassifier, Multinomial, ImplicitFTRLClassifier])
+def test_scores_of_the_short_path_follow_the_fitted_state(model_type):
+    """decision_function on a few CSR rows: a parameter set after the
+    fit does not change the scores (they are a function of the fitted
+    state, as the general path's), and CSR arrays the scoring kernel cannot
+    read go to the general path: strided ones get the scores of their
+    canonical copy, two-dimensional ones its error."""
+    X, y = _stream()
+    model = model_type(random_state=0).partial_fit(X[:30], y[:30], classes=[0, 1])
+    model.partial_fit(X[30:31], y[30:31])  # the short path is set up
+    rows = X[40:43]
+    assert _short_calls.short_scores(model, rows) is not None
+    expected = BaseOnlineLinearModel._scores(model, rows)
+    assert_array_equal(model._scores(rows), expected)
+    model.set_params(**({"beta": 123.0} if model_type is ImplicitFTRLClassifier
+                        else {"eta": 123.0, "alpha": 0.5}))
+    assert_array_equal(model._scores(rows), expected)
+    strided = rows.copy()
+    strided.data = np.repeat(rows.data, 2)[::2]
+    assert not strided.data.flags.c_contiguous
+    two_d = rows.copy()
+    two_d.indices = rows.indices[None, :]
+    assert _short_calls.short_scores(model, strided) is None
+    assert_array_equal(model._scores(strided), expected)
+    assert _short_calls.short_scores(model, two_d) is None
+    with pytest.raises(ValueError, match="indices has 2 dimensions"):
+        model.decision_function(two_d)
+
+
 def _bad_calls(X, y):
     row = X[3:4]
     nan, huge = row.copy(), row.copy()
