@@ -107,6 +107,10 @@ class _ShortPath:
         self.classifier = is_classifier(est)
         if self.classifier:
             self._label_tables(est)
+        else:
+            # a one-row call's target, written in place (as a classifier's
+            # targets are kept per class): a new array cost a twelfth of it
+            self.one_target = np.empty((1, 1))
 
     def _label_tables(self, est):
         classes = est.classes_
@@ -223,7 +227,9 @@ class _ShortPath:
         if not self.classifier:
             if not math.isfinite(label):
                 return None
-            return np.array([[float(label)]]), _ONE_WEIGHT, max(abs(float(label)), 1.0)
+            target = self.one_target
+            target[0, 0] = label  # float(label), as np.array([[label]]) reads it
+            return target, _ONE_WEIGHT, max(abs(float(label)), 1.0)
         c = self.class_index.get(label)
         if c is None:
             return None
