@@ -109,7 +109,7 @@ class _ShortPath:
             self._label_tables(est)
         else:
             # a one-row call's target, written in place (as a classifier's
-            # targets are kept per class): a new array cost a twelfth of it
+            # targets are kept per class): a new array cost a fourteenth of it
             self.one_target = np.empty((1, 1))
 
     def _label_tables(self, est):
