@@ -249,6 +249,18 @@ static inline int avx_available(void)
     return __builtin_cpu_supports("avx");
 }
 
+/* Lane by lane, b where mask is all ones, else a: a blend for masks made by
+ * comparisons (all ones or all zeros a lane) in three bitwise operations.
+ * GCC 12 turns _mm256_blendv_pd of such a mask, in a function compiled for
+ * AVX inside a baseline build, into a branch per lane (each lane's sign
+ * moved to a general register and tested): the four-lane catch-up of mirror
+ * descent took 10.3 ns an entry with the blend and 9.0 with this. */
+__attribute__((target("avx")))
+static inline __m256d select_avx(__m256d a, __m256d b, __m256d mask)
+{
+    return _mm256_or_pd(_mm256_andnot_pd(mask, a), _mm256_and_pd(mask, b));
+}
+
 /* The pairs (acc[2j], acc[2j + 1]) of the four columns j = idx[0..3], as
  * two vectors: lane m holds column idx[m]'s. */
 __attribute__((target("avx")))
@@ -445,8 +457,8 @@ static inline ptrdiff_t root_update_avx(double *acc, const int32_t *idx, const d
         gather_pairs_avx(acc, idx + k, &u, &root);
         __m256d g = _mm256_mul_pd(d4, _mm256_loadu_pd(x + k));
         __m256d idle = _mm256_cmp_pd(_mm256_loadu_pd(x + k), zero, _CMP_EQ_OQ);
-        u = _mm256_blendv_pd(_mm256_add_pd(u, g), u, idle);
-        root = _mm256_blendv_pd(grown_roots_avx(root, g), root, idle);
+        u = select_avx(_mm256_add_pd(u, g), u, idle);
+        root = select_avx(grown_roots_avx(root, g), root, idle);
         bad = _mm256_or_pd(bad, _mm256_or_pd(nonfinite_lanes_avx(u),
                                              nonfinite_lanes_avx(root)));
         scatter_pairs_avx(acc, idx + k, u, root);
@@ -508,8 +520,8 @@ static inline void class_sums_step_avx(double *acc, ptrdiff_t n_classes, double 
         __m256d g = _mm256_mul_pd(_mm256_loadu_pd(d + k), x4);
         load_class_pairs_avx(acc + 2 * k, &u, &root);
         __m256d idle = _mm256_cmp_pd(g, zero, _CMP_EQ_OQ);
-        u = _mm256_blendv_pd(_mm256_add_pd(u, g), u, idle);
-        root = _mm256_blendv_pd(grown_roots_avx(root, g), root, idle);
+        u = select_avx(_mm256_add_pd(u, g), u, idle);
+        root = select_avx(grown_roots_avx(root, g), root, idle);
         __m256d even = _mm256_unpacklo_pd(u, root);  /* u0 r0 u2 r2 */
         __m256d odd = _mm256_unpackhi_pd(u, root);   /* u1 r1 u3 r3 */
         _mm256_storeu_pd(acc + 2 * k, _mm256_permute2f128_pd(even, odd, 0x20));
@@ -551,8 +563,8 @@ static inline ptrdiff_t ftrl_step_avx(double *acc, const int32_t *idx, const dou
         __m256d fresh = grown_roots_avx(root, g);
         __m256d sigma = _mm256_mul_pd(_mm256_sub_pd(fresh, root), inv_eta4);
         __m256d z_step = _mm256_sub_pd(g, _mm256_mul_pd(sigma, _mm256_loadu_pd(row_w + k)));
-        z = _mm256_blendv_pd(_mm256_add_pd(z, z_step), z, idle);
-        root = _mm256_blendv_pd(fresh, root, idle);
+        z = select_avx(_mm256_add_pd(z, z_step), z, idle);
+        root = select_avx(fresh, root, idle);
         bad = _mm256_or_pd(bad, _mm256_or_pd(nonfinite_lanes_avx(z),
                                              nonfinite_lanes_avx(root)));
         scatter_pairs_avx(acc, idx + k, z, root);
@@ -616,10 +628,10 @@ static inline __m256d log1p_avx(__m256d x)
         _mm256_and_pd(u, _mm256_castsi256_pd(_mm256_set1_epi64x((long long)ADAPROX_MANTISSA_BITS))),
         one);
     __m256d big = _mm256_cmp_pd(m, _mm256_set1_pd(ADAPROX_SQRT2), _CMP_GT_OQ);
-    m = _mm256_blendv_pd(m, _mm256_mul_pd(m, _mm256_set1_pd(0.5)), big);
-    e = _mm256_blendv_pd(e, _mm256_add_pd(e, one), big);
-    __m256d f = _mm256_blendv_pd(_mm256_sub_pd(m, one), x,
-                                 _mm256_cmp_pd(e, _mm256_setzero_pd(), _CMP_EQ_OQ));
+    m = select_avx(m, _mm256_mul_pd(m, _mm256_set1_pd(0.5)), big);
+    e = select_avx(e, _mm256_add_pd(e, one), big);
+    __m256d f = select_avx(_mm256_sub_pd(m, one), x,
+                           _mm256_cmp_pd(e, _mm256_setzero_pd(), _CMP_EQ_OQ));
     __m256d s = _mm256_div_pd(f, _mm256_add_pd(_mm256_set1_pd(2.0), f));
     __m256d z = _mm256_mul_pd(s, s);
     __m256d log_m = _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(2.0), s),
@@ -629,7 +641,7 @@ static inline __m256d log1p_avx(__m256d x)
         _mm256_add_pd(log_m, _mm256_mul_pd(e, _mm256_set1_pd(ADAPROX_LN2_LO))));
     __m256d itself = _mm256_or_pd(_mm256_cmp_pd(u, one, _CMP_EQ_OQ),
                                   _mm256_cmp_pd(x, _mm256_set1_pd(DBL_MAX), _CMP_GT_OQ));
-    return _mm256_blendv_pd(log_u, x, itself);
+    return select_avx(log_u, x, itself);
 }
 
 /* Four lanes of adaprox_exp_pair, operation for operation. */
@@ -682,11 +694,11 @@ static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const dou
             exp_pair_avx(_mm256_mul_pd(_mm256_xor_pd(steps, sign), log1p_avx(r)), &power,
                          &one_minus);
             __m256d geometric = _mm256_cmp_pd(r, zero, _CMP_GT_OQ);
-            decay = _mm256_blendv_pd(decay, power, geometric);
+            decay = select_avx(decay, power, geometric);
             shrink = _mm256_mul_pd(l1_per_l2, one_minus);
             if (_mm256_movemask_pd(geometric) != 0xF)  /* r underflowed to 0 */
-                shrink = _mm256_blendv_pd(_mm256_mul_pd(_mm256_div_pd(eta_l1, H), steps),
-                                          shrink, geometric);
+                shrink = select_avx(_mm256_mul_pd(_mm256_div_pd(eta_l1, H), steps),
+                                    shrink, geometric);
         } else {
             /* r = 0 (no l2 part): nothing decays, each step shrinks by a */
             shrink = _mm256_mul_pd(_mm256_div_pd(eta_l1, H), steps);
@@ -698,7 +710,7 @@ static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const dou
         __m256d kept = _mm256_or_pd(_mm256_or_pd(_mm256_cmp_pd(steps, zero, _CMP_LE_OQ),
                                                  _mm256_cmp_pd(wk, zero, _CMP_EQ_OQ)),
                                     _mm256_cmp_pd(H, zero, _CMP_EQ_OQ));
-        _mm256_storeu_pd(w + k, _mm256_blendv_pd(moved, wk, kept));
+        _mm256_storeu_pd(w + k, select_avx(moved, wk, kept));
     }
     return k;
 }
