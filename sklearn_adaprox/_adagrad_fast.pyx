@@ -39,6 +39,7 @@ its own accumulators and no penalty.  Labels are +-1 here.
 import numpy as np
 
 cimport cython
+cimport numpy as cnp
 from cython cimport floating
 from libc.math cimport isfinite, sqrt
 from libc.stdint cimport int32_t, int64_t
@@ -72,9 +73,11 @@ from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyp
                               da_intercept, da_root, da_weight, ftrl_weight, ftrl_z_step,
                               intercept_step, make_hyper, md_idle_steps, md_prox)
 from ._dataset cimport (RowPass, asks_for_state_ahead, check_pass_input, columns_ahead,
-                        index_t, learnable_rows, longest_row, plain_rows_largest,
-                        prefetch_entries, row_pass, step_row)
+                        float64_values, index_t, learnable_rows, longest_row,
+                        plain_rows_largest, prefetch_entries, row_pass, step_row)
 from ._loss cimport Loss
+
+cnp.import_array()
 
 # Whether the CPU (and the OS) run AVX: the dual-averaging and FTRL-Proximal
 # loops then take four divisions or square roots per instruction (same
@@ -293,17 +296,18 @@ def csr_row_scores(list problems, t_value, intercepts, const floating[::1] X_dat
     numbers, bit for bit."""
     cdef Py_ssize_t i, k, q, n_problems = len(problems)
     cdef int64_t t = t_value
-    cdef const double[::1] intercept = intercepts
     cdef AdaGradProblem problem
     cdef double total
-    if n_problems < 1 or intercept.shape[0] != n_problems:
-        raise ValueError("one intercept per problem.")
+    if n_problems < 1:
+        raise ValueError("no problem to score with.")
+    # read in place (ValueError unless one per problem)
+    cdef const double* intercept = float64_values(intercepts, n_problems, False)
     problem = problems[0]
     if plain_rows_largest(X_data, X_indices, X_indptr, False, problem.acc.shape[0],
                           n_rows) < 0.0:
         return None
-    scores = np.empty((n_rows, n_problems))
-    cdef double[:, ::1] out = scores
+    cdef cnp.ndarray scores = np.empty((n_rows, n_problems))
+    cdef double* out = <double*> cnp.PyArray_DATA(scores)  # row after row
     for k in range(n_problems):
         problem = problems[k]
         if problem.acc.shape[0] != (<AdaGradProblem> problems[0]).acc.shape[0]:
@@ -313,7 +317,7 @@ def csr_row_scores(list problems, t_value, intercepts, const floating[::1] X_dat
             total = 0.0
             for q in range(X_indptr[i], X_indptr[i + 1]):
                 total = total + X_data[q] * problem.weight(X_indices[q])
-            out[i, k] = total + intercept[k]
+            out[i * n_problems + k] = total + intercept[k]
     return scores
 
 
@@ -604,15 +608,14 @@ def learn_rows(list problems,
                           order.shape[0], largest_factor, limit):
         return None
     cdef int64_t t = t_value
-    cdef const double[::1] intercept = intercepts
-    cdef double[::1] intercept_sum_grad = sums_of_gradients
-    cdef double[::1] intercept_sum_sq_grad = sums_of_squares
-    if (targets.shape[0] != n_problems or intercept.shape[0] != n_problems
-            or intercept_sum_grad.shape[0] != n_problems
-            or intercept_sum_sq_grad.shape[0] != n_problems):
-        raise ValueError("one target row and intercept per problem.")
-    after = np.empty(n_problems)
-    cdef double[::1] new_intercept = after
+    if targets.shape[0] != n_problems:
+        raise ValueError("one target row per problem.")
+    # one value per problem each (ValueError otherwise), in place
+    cdef const double* intercept = float64_values(intercepts, n_problems, False)
+    cdef double* intercept_sum_grad = float64_values(sums_of_gradients, n_problems, True)
+    cdef double* intercept_sum_sq_grad = float64_values(sums_of_squares, n_problems, True)
+    cdef cnp.ndarray after = np.empty(n_problems)
+    cdef double* new_intercept = <double*> cnp.PyArray_DATA(after)
     for k in range(n_problems):
         problem = problems[k]
         problem.t = t

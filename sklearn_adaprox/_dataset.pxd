@@ -173,6 +173,13 @@ cdef bint asks_for_state_ahead(bint is_dense, Py_ssize_t n_features,
                                Py_ssize_t entry_bytes) noexcept nogil
 
 
+# The n values of a float64 ndarray of one dimension and length n, in place
+# (C-contiguous, aligned, in the machine's byte order, and writeable if
+# ``writable``: the caller writes them only then), else ValueError: a
+# one-row call's small per-problem arrays, read without a typed memoryview.
+cdef double* float64_values(object array, Py_ssize_t n, bint writable) except NULL
+
+
 cdef inline Py_ssize_t sparse_row_columns(const RowPass* rows, Py_ssize_t s,
                                           const index_t** columns) noexcept nogil:
     """Point ``columns`` at the columns of the sparse row of step ``s`` and

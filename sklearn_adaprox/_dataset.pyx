@@ -230,6 +230,24 @@ cdef bint asks_for_state_ahead(bint is_dense, Py_ssize_t n_features,
     return PREFETCH_STATE and state_is_wide(is_dense, n_features, entry_bytes)
 
 
+cdef double* float64_values(object array, Py_ssize_t n, bint writable) except NULL:
+    # A typed memoryview checks as much, through the buffer protocol and a
+    # new memoryview object, in about 0.13 us: reading its seven small
+    # arrays so took a one-row partial_fit of implicit FTRL from 8.0 to
+    # 6.9 us (timeit, same machine).
+    cdef cnp.ndarray a
+    if not cnp.PyArray_Check(array):
+        raise ValueError("expected a NumPy array of float64.")
+    a = array
+    if not (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 1
+            and cnp.PyArray_DIM(a, 0) == n and cnp.PyArray_ISCARRAY_RO(a)
+            and cnp.PyArray_ISNOTSWAPPED(a)
+            and (cnp.PyArray_ISWRITEABLE(a) or not writable)):
+        raise ValueError(f"expected a contiguous{' writeable' if writable else ''} "
+                         f"float64 array of length {n}.")
+    return <double*> cnp.PyArray_DATA(a)
+
+
 def touched_columns(const index_t[::1] indices, Py_ssize_t n_features):
     """The distinct columns named by ``indices`` (all in [0, n_features)),
     sorted, as int64: what a pass over those entries can change.

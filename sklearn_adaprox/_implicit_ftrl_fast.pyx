@@ -37,15 +37,18 @@ come from the row alone.
 import numpy as np
 
 cimport cython
+cimport numpy as cnp
 from cython cimport floating
 from libc.float cimport DBL_MAX
 from libc.math cimport NAN, fabs, fmax, fmin, isfinite
 from libc.stdint cimport int64_t
 
 from ._dataset cimport (RowPass, asks_for_state_ahead, check_pass_input, columns_ahead,
-                        index_t, learnable_rows, plain_rows_largest, prefetch_entries,
-                        row_pass, step_row)
+                        float64_values, index_t, learnable_rows, plain_rows_largest,
+                        prefetch_entries, row_pass, step_row)
 from ._loss cimport Loss
+
+cnp.import_array()
 
 cdef enum:
     LINEAR = 0
@@ -196,18 +199,18 @@ def learn_rows(list problems,
                           order.shape[0], largest_factor, limit):
         return None
     cdef int64_t t = t_value
-    cdef const double[::1] theta_intercept = theta_intercepts
-    cdef const double[::1] lam = lambdas
-    cdef const double[::1] gamma = gammas
-    cdef const double[::1] sq_norm = sq_norms
-    cdef const double[::1] cumulative_loss = cumulative_losses
-    cdef const double[::1] cumulative_weight = cumulative_weights
-    if targets.shape[0] != n_problems or not (
-            theta_intercept.shape[0] == lam.shape[0] == gamma.shape[0] == sq_norm.shape[0]
-            == cumulative_loss.shape[0] == cumulative_weight.shape[0] == n_problems):
-        raise ValueError("one target row and value of each scalar per problem.")
-    result = np.empty((N_AFTER, n_problems))
-    cdef double[:, ::1] after = result
+    if targets.shape[0] != n_problems:
+        raise ValueError("one target row per problem.")
+    # one value per problem each (ValueError otherwise), read in place
+    cdef const double* theta_intercept = float64_values(theta_intercepts, n_problems, False)
+    cdef const double* lam = float64_values(lambdas, n_problems, False)
+    cdef const double* gamma = float64_values(gammas, n_problems, False)
+    cdef const double* sq_norm = float64_values(sq_norms, n_problems, False)
+    cdef const double* cumulative_loss = float64_values(cumulative_losses, n_problems, False)
+    cdef const double* cumulative_weight = float64_values(cumulative_weights, n_problems, False)
+    cdef cnp.ndarray result = np.empty((N_AFTER, n_problems))
+    # after[r * n_problems + k]: row r of the result, problem k
+    cdef double* after = <double*> cnp.PyArray_DATA(result)
     for k in range(n_problems):
         problem = problems[k]
         problem.t = t
@@ -221,25 +224,25 @@ def learn_rows(list problems,
         except BaseException:  # e.g. no memory to save the entries in
             restore_problems(problems, k + 1)
             raise
-        after[AFTER_THETA_INTERCEPT, k] = problem.theta_intercept
-        after[AFTER_INTERCEPT, k] = problem.intercept
-        after[AFTER_LAMBDA, k] = problem.lam
-        after[AFTER_GAMMA, k] = problem.gamma
-        after[AFTER_SQ_NORM, k] = problem.sq_norm_theta
-        after[AFTER_LOSS, k] = sums[0] + cumulative_loss[k]
-        after[AFTER_WEIGHT, k] = sums[1] + cumulative_weight[k]
+        after[AFTER_THETA_INTERCEPT * n_problems + k] = problem.theta_intercept
+        after[AFTER_INTERCEPT * n_problems + k] = problem.intercept
+        after[AFTER_LAMBDA * n_problems + k] = problem.lam
+        after[AFTER_GAMMA * n_problems + k] = problem.gamma
+        after[AFTER_SQ_NORM * n_problems + k] = problem.sq_norm_theta
+        after[AFTER_LOSS * n_problems + k] = sums[0] + cumulative_loss[k]
+        after[AFTER_WEIGHT * n_problems + k] = sums[1] + cumulative_weight[k]
         total_loss += sums[0]
-        cumulative += after[AFTER_LOSS, k]
+        cumulative += after[AFTER_LOSS * n_problems + k]
         if k == 0:
             weight = sums[1]  # every problem sees the same weights
         for r in range(N_AFTER):
-            total += after[r, k]
+            total += after[r * n_problems + k]
         if not fabs(total) <= DBL_MAX or problem.wrote_nonfinite:
             restore_problems(problems, k + 1)
             return None
     # every problem sees the same weights
-    average = (cumulative / after[AFTER_WEIGHT, 0] if after[AFTER_WEIGHT, 0] > 0.0
-               else NAN)
+    average = (cumulative / after[AFTER_WEIGHT * n_problems]
+               if after[AFTER_WEIGHT * n_problems] > 0.0 else NAN)
     return result, (<ImplicitFTRLProblem> problems[0]).t, total_loss, weight, average
 
 
@@ -397,15 +400,14 @@ def csr_row_scores(const double[:, ::1] theta, lambdas, intercepts,
     The lambdas must be fixed (finite, > 0)."""
     cdef Py_ssize_t i, k, q
     cdef Py_ssize_t n_problems = theta.shape[0]
-    cdef const double[::1] lam = lambdas
-    cdef const double[::1] intercept = intercepts
+    # read in place (ValueError unless one per problem)
+    cdef const double* lam = float64_values(lambdas, n_problems, False)
+    cdef const double* intercept = float64_values(intercepts, n_problems, False)
     cdef double total, inverse
-    if lam.shape[0] != n_problems or intercept.shape[0] != n_problems:
-        raise ValueError("one lambda and intercept per problem.")
     if plain_rows_largest(X_data, X_indices, X_indptr, False, theta.shape[1], n_rows) < 0.0:
         return None
-    scores = np.empty((n_rows, n_problems))
-    cdef double[:, ::1] out = scores
+    cdef cnp.ndarray scores = np.empty((n_rows, n_problems))
+    cdef double* out = <double*> cnp.PyArray_DATA(scores)  # row after row
     with nogil:
         for k in range(n_problems):
             inverse = 1.0 / lam[k]
@@ -413,5 +415,5 @@ def csr_row_scores(const double[:, ::1] theta, lambdas, intercepts,
                 total = 0.0
                 for q in range(X_indptr[i], X_indptr[i + 1]):
                     total = total + X_data[q] * (theta[k, X_indices[q]] * inverse)
-                out[i, k] = total + intercept[k]
+                out[i * n_problems + k] = total + intercept[k]
     return scores

@@ -1,3 +1,4 @@
+# cython: boundscheck=True, wraparound=True, cdivision=False
 """The short path of calls on a few rows: ``AdaGradClassifier`` (element-wise
 and multinomial) and the implicit FTRL estimators.
 
@@ -368,8 +369,8 @@ class MultinomialPath(_AdaGradStatePath):
     kernels = _specialised(_adagrad_multinomial_fast.learn_rows,
                            _adagrad_multinomial_fast.csr_row_scores)
     kernel_name, layout_array, md_array = "multinomial", "class_accumulators_", "class_weights_"
-    # the per-class intercept arrays: new ones at every call (a copy that
-    # the pass updates), as a general call makes
+    # the per-class intercept arrays: new ones at every call (learn_rows
+    # reads the state's and returns new ones), as a general call makes
     intercept_arrays = ("class_intercept_", "intercept_sum_gradient_",
                         "intercept_sum_sq_gradient_")
     scalars = ("t_", "n_iter_", "_state_version", "intercept_") + intercept_arrays
@@ -383,7 +384,8 @@ class MultinomialPath(_AdaGradStatePath):
     def __init__(self, est, params):
         super().__init__(est, params)
         state = est.__dict__
-        # the intercept arrays of each call are handed to learn_rows
+        # the problem's own intercept arrays, into which learn_rows copies
+        # the state's at every call
         self.problem = est._class_problem(
             self.rule, **dict(zip(("intercept", "intercept_sum_grad", "intercept_sum_sq_grad"),
                                   (np.array(state[name]) for name in self.intercept_arrays))))
@@ -395,35 +397,32 @@ class MultinomialPath(_AdaGradStatePath):
         old = self.get_scalars(state)
         curve = state["loss_curve_"]
         n_points = len(curve)
-        intercepts = [np.array(state[name]) for name in self.intercept_arrays]
         learnt = None
         try:
-            # the pass, all or nothing, in one compiled call
+            # the pass, all or nothing, in one compiled call, from the
+            # state's t_ and intercept arrays (the last three of old)
             learnt = kernels[0](self.problem, data, indices, indptr, is_dense, self.n_features,
-                                targets[0], sample_weight, order, largest_factor, SCALE_LIMIT,
-                                old[0], *intercepts)
+                                targets, sample_weight, order, largest_factor, SCALE_LIMIT,
+                                old[0], *old[4:])
             if learnt is None:  # rows not plain, or a non-finite pass taken back
                 return False  # the general path names the fault
-            total_loss, total_weight, t = learnt
+            total_loss, total_weight, t, after, published = learnt
             curve.append(total_loss / total_weight if total_weight > 0 else np.nan)
-            state.update(zip(self.scalars, (t, 1, new_state_version(), None, *intercepts)))
-            est._publish_class_intercepts()
-            # two classes: intercept_, a difference of finite class
-            # intercepts, may still overflow; the general path raises
-            published = all_finite(state["intercept_"])
+            # intercept_ as _publish_class_intercepts makes it: more than two
+            # classes, the class intercepts themselves; two, the kernel's
+            # b_1 - b_0
+            intercept, sums, squares = after
+            state.update(zip(self.scalars, (t, 1, new_state_version(),
+                                            intercept if published is None else published,
+                                            intercept, sums, squares)))
         except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
-            self._take_back(state, old, curve, n_points)
+            self.problem.restore_features()
+            del curve[n_points:]
+            state.update(zip(self.scalars, old))
             if _unreadable(learnt, exc):
                 return False
             raise
-        if not published:
-            self._take_back(state, old, curve, n_points)
-        return published
-
-    def _take_back(self, state, old, curve, n_points):
-        self.problem.restore_features()
-        del curve[n_points:]
-        state.update(zip(self.scalars, old))
+        return True
 
     def scores(self, est, X, rows):
         data, indices, indptr, _, kernels = rows

@@ -498,23 +498,50 @@ def test_implicit_ftrl_a_short_call_that_overflows_raises_and_changes_nothing(
         general_calls)
 
 
-@pytest.mark.parametrize("model_type, name", [(AdaGradClassifier, "intercept_"),
-                                              (ImplicitFTRLClassifier, "lambda_")])
+_DAMAGES = {
+    "float32": lambda a: a.astype(np.float32),
+    "byte-swapped": lambda a: a.astype(a.dtype.newbyteorder()),
+    "strided": lambda a: np.repeat(a, 2)[::2],
+}
+
+
+@pytest.mark.parametrize("model_type, name", [
+    (AdaGradClassifier, "intercept_"), (AdaGradClassifier, "intercept_sum_gradient_"),
+    (Multinomial, "class_intercept_"), (Multinomial, "intercept_sum_sq_gradient_"),
+    (ImplicitFTRLClassifier, "lambda_"), (ImplicitFTRLClassifier, "cumulative_weight_")])
+@pytest.mark.parametrize("damage", list(_DAMAGES))
 def test_a_state_array_the_kernel_cannot_read_goes_to_the_general_path(model_type, name,
-                                                                       general_calls):
-    """A per-problem array a user replaced by one of float32: the compiled
-    call refuses it, having changed nothing, and the general path makes the
-    call (and does not take back the call before it)."""
+                                                                       damage, general_calls):
+    """A per-problem array a user replaced by one of another type, byte
+    order or layout: the compiled calls refuse it (the kernels read these
+    arrays in place: _dataset.float64_values), having changed nothing, and
+    the general path makes the call (and does not take back the call
+    before it) or raises the error it raises for it, and scores the rows."""
     X, y = _stream(n_classes=3)
     model = model_type().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
     model.partial_fit(X[10:11], y[10:11])
-    setattr(model, name, getattr(model, name).astype(np.float32))
     twin = pickle.loads(pickle.dumps(model))
+    for est in (model, twin):  # (unpickling may repair an array)
+        setattr(est, name, _DAMAGES[damage](getattr(est, name)))
     del general_calls[:]
-    model.partial_fit(X[11:12], y[11:12])
-    twin.partial_fit(X[11:12], y[11:12], sample_weight=[1.0])
+    errors = []
+    for est, weights in ((model, None), (twin, [1.0])):
+        try:
+            est.partial_fit(X[11:12], y[11:12], sample_weight=weights)
+            errors.append(None)
+        except ValueError as exc:
+            errors.append(str(exc))
     assert general_calls == [model, twin]
-    _assert_same_model(model, twin)
+    assert errors[0] == errors[1]
+    for key, value in model.__dict__.items():
+        if isinstance(value, np.ndarray):
+            assert_array_equal(value, twin.__dict__[key], err_msg=key)
+    if errors[0] is None:
+        for est in (model, twin):
+            setattr(est, name, _DAMAGES[damage](getattr(est, name)))
+        # CSR rows, tried by the short path, and dense ones: the general path's
+        assert_array_equal(model.decision_function(X[12:14]),
+                           twin.decision_function(X[12:14].toarray()))
 
 
 # ----------------------------------------------------------------------
