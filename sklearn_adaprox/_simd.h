@@ -54,7 +54,11 @@
  * [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) with s = (m - 1) / (m + 1),
  * |s| <= 0.172, by its series to s^21, and m - 1 taken as x where e = 0
  * (the rounding of 1 + x costs at most 2^-53 / log(sqrt(2)) relative
- * elsewhere). */
+ * elsewhere).  For x <= 2^-10, the common case (r = eta l2 / H, of the
+ * order of alpha), log1p is its own series to x^6 / 6 instead (the next
+ * term is below 2^-60 x / 7): no division, no reduction, a third of mirror
+ * descent's four-lane catch-up with l2 (4096 entries: 8.9 -> 5.9 ns an
+ * entry). */
 #define ADAPROX_LN2_HI 6.93147180369123816490e-01  /* 32 bits of ln 2 */
 #define ADAPROX_LN2_LO 1.90821492927058781614e-10  /* ln 2 - ADAPROX_LN2_HI */
 #define ADAPROX_INV_LN2 1.4426950408889634
@@ -121,9 +125,25 @@ static inline double adaprox_pow2(double n)
     return adaprox_from_bits(adaprox_bits(n + (ADAPROX_ROUND_MAGIC + 1023.0)) << 52);
 }
 
+#define ADAPROX_LOG1P_SMALL 9.765625e-4  /* 2^-10 */
+
+/* x - x^2/2 + x^3/3 - x^4/4 + x^5/5 - x^6/6 by Horner's rule: log1p(x) for
+ * 0 <= x <= ADAPROX_LOG1P_SMALL. */
+static inline double adaprox_log1p_small(double x)
+{
+    double p = -1.0 / 6.0;
+    p = 0.2 + x * p;
+    p = -0.25 + x * p;
+    p = 1.0 / 3.0 + x * p;
+    p = -0.5 + x * p;
+    return x + (x * x) * p;
+}
+
 /* log(1 + x) for x >= 0 (+inf for +inf). */
 static inline double adaprox_log1p(double x)
 {
+    if (x <= ADAPROX_LOG1P_SMALL)
+        return adaprox_log1p_small(x);
     double u = 1.0 + x;
     uint64_t b = adaprox_bits(u);
     double e = (double)(int64_t)(b >> 52) - 1023.0;  /* u >= 1: no sign bit */
@@ -609,9 +629,21 @@ static inline __m256d log_series_avx(__m256d x)
     return ADAPROX_ADD_MUL_AVX(ADAPROX_ADD_MUL_AVX(q0, q1, x4), ADAPROX_PAIR_AVX(c, 8, x), x8);
 }
 
-/* Four lanes of adaprox_log1p, operation for operation. */
+/* Four lanes of adaprox_log1p_small, operation for operation. */
 __attribute__((target("avx")))
-static inline __m256d log1p_avx(__m256d x)
+static inline __m256d log1p_small_avx(__m256d x)
+{
+    __m256d p = _mm256_set1_pd(-1.0 / 6.0);
+    p = _mm256_add_pd(_mm256_set1_pd(0.2), _mm256_mul_pd(x, p));
+    p = _mm256_add_pd(_mm256_set1_pd(-0.25), _mm256_mul_pd(x, p));
+    p = _mm256_add_pd(_mm256_set1_pd(1.0 / 3.0), _mm256_mul_pd(x, p));
+    p = _mm256_add_pd(_mm256_set1_pd(-0.5), _mm256_mul_pd(x, p));
+    return _mm256_add_pd(x, _mm256_mul_pd(_mm256_mul_pd(x, x), p));
+}
+
+/* Four lanes of adaprox_log1p's reduction, operation for operation. */
+__attribute__((target("avx")))
+static inline __m256d log1p_reduced_avx(__m256d x)
 {
     const __m256d one = _mm256_set1_pd(1.0);
     const __m256d two52 = _mm256_set1_pd(4503599627370496.0);
@@ -642,6 +674,19 @@ static inline __m256d log1p_avx(__m256d x)
     __m256d itself = _mm256_or_pd(_mm256_cmp_pd(u, one, _CMP_EQ_OQ),
                                   _mm256_cmp_pd(x, _mm256_set1_pd(DBL_MAX), _CMP_GT_OQ));
     return select_avx(log_u, x, itself);
+}
+
+/* Four lanes of adaprox_log1p: the series where x is small, the reduction
+ * elsewhere, each lane as the scalar function takes it (the reduction is
+ * skipped when every lane is small). */
+__attribute__((target("avx")))
+static inline __m256d log1p_avx(__m256d x)
+{
+    __m256d small = _mm256_cmp_pd(x, _mm256_set1_pd(ADAPROX_LOG1P_SMALL), _CMP_LE_OQ);
+    __m256d series = log1p_small_avx(x);
+    if (_mm256_movemask_pd(small) == 0xF)
+        return series;
+    return select_avx(log1p_reduced_avx(x), series, small);
 }
 
 /* Four lanes of adaprox_exp_pair, operation for operation. */
