@@ -167,6 +167,13 @@ def first_nonfinite(list arrays):
     return -1
 
 
+cdef inline bint in_place_float64(cnp.ndarray a) noexcept:
+    """Whether ``a`` holds float64 values that can be read in place: C
+    order, aligned, in the machine's byte order."""
+    return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_ISCARRAY_RO(a)
+            and cnp.PyArray_ISNOTSWAPPED(a))
+
+
 def columns_finite(cnp.ndarray array, const int64_t[::1] columns, Py_ssize_t axis):
     """Whether ``np.take(array, columns, axis)`` holds no NaN or infinity,
     read in place: the per-pass check of the feature columns of X in a wide
@@ -181,8 +188,7 @@ def columns_finite(cnp.ndarray array, const int64_t[::1] columns, Py_ssize_t axi
     n_features = array.shape[axis]
     if columns.shape[0] and not (0 <= np.min(columns) and np.max(columns) < n_features):
         raise ValueError(f"columns must lie in [0, {n_features}).")
-    if not (cnp.PyArray_ISCARRAY_RO(array) and cnp.PyArray_ISNOTSWAPPED(array)
-            and cnp.PyArray_TYPE(array) == cnp.NPY_DOUBLE):
+    if not in_place_float64(array):
         return bool(_numpy_all_finite(np.take(array, columns, axis=axis)))
     for d in range(axis):
         outer *= array.shape[d]
@@ -239,9 +245,7 @@ cdef double* float64_values(object array, Py_ssize_t n, bint writable) except NU
     if not cnp.PyArray_Check(array):
         raise ValueError("expected a NumPy array of float64.")
     a = array
-    if not (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 1
-            and cnp.PyArray_DIM(a, 0) == n and cnp.PyArray_ISCARRAY_RO(a)
-            and cnp.PyArray_ISNOTSWAPPED(a)
+    if not (in_place_float64(a) and cnp.PyArray_NDIM(a) == 1 and cnp.PyArray_DIM(a, 0) == n
             and (cnp.PyArray_ISWRITEABLE(a) or not writable)):
         raise ValueError(f"expected a contiguous{' writeable' if writable else ''} "
                          f"float64 array of length {n}.")
