@@ -43,7 +43,8 @@ from cython cimport floating
 from libc.math cimport ceil, copysign, fabs, sqrt
 from libc.stdint cimport INT64_MAX, int8_t, int64_t
 
-from ._dataset cimport RowPass, check_pass_input, index_t, row_pass, step_row
+from ._dataset cimport (RowPass, asks_for_state_ahead, check_pass_input, columns_ahead,
+                        index_t, prefetch_entries, row_pass, step_row)
 from ._dataset import _check_bounds, _first_decrease
 from ._loss cimport Loss
 
@@ -331,7 +332,8 @@ cdef inline PassEnd _rda_pass(
     cdef int64_t size = problem.support_size
     cdef const floating* x
     cdef const index_t* idx
-    cdef Py_ssize_t s, i, k, j, nnz, position = start
+    cdef const index_t* next_idx = NULL
+    cdef Py_ssize_t s, i, k, j, nnz, next_nnz, position = start
     cdef double sw, yi, p, d, g, au, au_old, uj, excess, threshold
     cdef int64_t T
     cdef double inv_l1 = 1.0 / l1 if l1 > 0.0 else 0.0
@@ -339,12 +341,19 @@ cdef inline PassEnd _rda_pass(
     cdef bint changed, switched = False
     cdef double sum_loss = 0.0, sum_weight = 0.0
     cdef PassEnd end
+    # on a wide u, each row asks for the next row's entries of u and of the
+    # sign pattern (prefetch_entries): both are read at every touch
+    cdef bint prefetch = asks_for_state_ahead(rows.is_dense, n_features, sizeof(double))
     if not instrumented:
         trace = NULL
         have_target = False
 
     for s in range(start, rows.n_steps):
         nnz = step_row(rows, s, &i, row_data, row_indices)
+        if prefetch:
+            next_nnz = columns_ahead(rows, s, &next_idx)
+            prefetch_entries(u, sizeof(double), next_idx, next_nnz)
+            prefetch_entries(sign, sizeof(int8_t), next_idx, next_nnz)
         x = row_data[0]
         idx = row_indices[0]
         position = s + 1

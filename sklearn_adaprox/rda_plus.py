@@ -18,7 +18,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseOnlineLinearClassifier, map_problems, pass_order, problem_threads
 from ._dataset import as_row_arrays, check_sparse_structure
-from ._l1_logistic import Surrogate, local_phase, single_threaded_blas, violation_scale
+from ._l1_logistic import (DesignCache, Surrogate, local_phase, single_threaded_blas,
+                           violation_scale)
 from ._loss import Log
 from ._rda_fast import NEVER, RDAProblem, iterate, run_epoch
 
@@ -480,13 +481,15 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         return obj, w, b, delta, violation, status
 
     def _solve_problem(self, k, rows, X, y, sw, n_steps, seed, partial, clock,
-                       offset):
+                       offset, surrogate_data):
         """All the work of binary problem k in this call: its epochs'
         (loss, weight), and why fit stopped short of tol (None: it did
-        not, or a partial_fit call)."""
+        not, or a partial_fit call).  ``surrogate_data``: ``(X, class
+        indices or None, weights, DesignCache)`` of the local phase's rows,
+        shared by the problems (see ``_surrogate``)."""
         if partial:
-            return self._solve_chunk(k, rows, X, y, sw, clock, offset)
-        return self._solve_fit(k, rows, X, y, sw, n_steps, seed, clock, offset)
+            return self._solve_chunk(k, rows, X, y, sw, clock, offset, surrogate_data)
+        return self._solve_fit(k, rows, y, sw, n_steps, seed, clock, offset, surrogate_data)
 
     def _publish(self, k, rec, w, b, delta, violation):
         """Problem k's model and measures into the fitted state."""
@@ -494,7 +497,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.optimality_[k], self.violation_[k] = delta, violation
         rec.store()
 
-    def _solve_chunk(self, k, rows, X, y, sw, clock, offset):
+    def _solve_chunk(self, k, rows, X, y, sw, clock, offset, surrogate_data):
         """partial_fit: one pass of dual averaging over the chunk in order,
         then the local phase on the reservoir once the sign pattern has
         held for tau steps (without the local phase: the measures of the
@@ -508,7 +511,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         w, b = self._rda_iterate(k)
         stable = (int(self.rda_t_[k]) - int(self.last_support_change_[k]) + 1
                   >= self.tau)
-        S = self._reservoir_surrogate(k) if self.local_phase else Surrogate(X, y, sw)
+        S = self._surrogate(k, y, surrogate_data)
         delta = violation = np.nan
         if S is not None:
             scale = violation_scale(S, lam, self.fit_intercept)
@@ -520,7 +523,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self._publish(k, rec, w, b, delta, violation)
         return [(loss, weight)], None
 
-    def _solve_fit(self, k, rows, X, y, sw, n_steps, seed, clock, offset):
+    def _solve_fit(self, k, rows, y, sw, n_steps, seed, clock, offset, surrogate_data):
         """fit: epochs of dual averaging, switching to the local phase once
         the sign pattern has held for tau steps, until the optimality
         measure reaches tol (or stalls, or max_iter)."""
@@ -529,7 +532,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         n = y.shape[0]
         rng = np.random.RandomState(seed)
         epochs = []
-        S = Surrogate(X, y, sw)
+        S = self._surrogate(k, y, surrogate_data)
         scale = violation_scale(S, lam, self.fit_intercept)
         tol = self.tol
         # switching needs every sample seen once (and, after a stalled local
@@ -688,13 +691,18 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         X = sp.csr_matrix((data, indices, indptr), shape=(y.shape[0], n_features))
         return check_sparse_structure(X), y, weight
 
-    def _reservoir_surrogate(self, k):
-        X, reservoir_y, weight = self._reservoir(self.coef_.shape[1])
-        if reservoir_y.shape[0] == 0:
-            return None
-        positive = 1 if self.classes_.shape[0] == 2 else k
-        y = np.where(reservoir_y == positive, 1.0, -1.0)
-        return Surrogate(X, y, weight)
+    def _surrogate(self, k, y, surrogate_data):
+        """Problem k's surrogate over ``surrogate_data = (X, labels,
+        weights, design)``: the call's rows (labels None: ``y``, the
+        problem's +-1 targets), or the reservoir (labels: its class
+        indices); None for an empty reservoir."""
+        X, labels, weight, design = surrogate_data
+        if labels is not None:
+            if labels.shape[0] == 0:
+                return None
+            positive = 1 if self.classes_.shape[0] == 2 else k
+            y = np.where(labels == positive, 1.0, -1.0)
+        return Surrogate(X, y, weight, design)
 
     # ------------------------------------------------------------------
     # a call keeps a reservoir of its rows for the local phase: no passes
@@ -731,6 +739,12 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             self._update_reservoir(X, self._class_indices(y_pm), sample_weight)
 
         rows = as_row_arrays(X)
+        # the local phases' rows, and what they derive from X once for all
+        # the problems: the call's rows, or partial_fit's reservoir
+        if partial and self.local_phase:
+            surrogate_data = (*self._reservoir(X.shape[1]), DesignCache())
+        else:
+            surrogate_data = (X, None, sample_weight, DesignCache())
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         offset = 0.0
         if partial:
@@ -745,7 +759,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             solved = map_problems(
                 lambda k: self._solve_problem(
                     k, rows, X, y_pm[k], sample_weight, n_steps, seed, partial,
-                    clock, offset,
+                    clock, offset, surrogate_data,
                 ),
                 n_problems, threads,
             )

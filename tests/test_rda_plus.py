@@ -780,4 +780,100 @@ def test_gradient_of_the_live_columns_is_the_full_product_s():
     assert_array_equal(S.rmatvec_at(v, live[:-1]), (X.T @ v)[live[:-1]])
     # every renumbered index names a live column (SciPy's product does not
     # check its indices: one past the end would write outside its output)
-    assert S._live_X.indices.max() < live.shape[0]
+    assert S.live_design().indices.max() < live.shape[0]
+
+
+def _awkward_csr(rng, n_rows=60, n_cols=40):
+    """CSR with unsorted rows, duplicate entries, explicit zeros and empty
+    columns: every way the same matrix can be stored."""
+    X = sp.random(n_rows, n_cols, density=0.25, format="csr", random_state=rng)
+    X = sp.hstack([X, sp.csr_matrix((n_rows, 30))], format="csr")
+    X.data[:4] = 0.0
+    rows = []
+    for i in range(n_rows):
+        lo, hi = X.indptr[i], X.indptr[i + 1]
+        idx, val = X.indices[lo:hi][::-1], X.data[lo:hi][::-1]
+        if hi > lo:  # split the first entry in two of the same column
+            idx, val = np.r_[idx[:1], idx], np.r_[0.25 * val[:1], 0.75 * val[:1], val[1:]]
+        rows.append((idx, val))
+    indptr = np.r_[0, np.cumsum([r[0].shape[0] for r in rows])]
+    Xa = sp.csr_matrix((np.concatenate([r[1] for r in rows]),
+                        np.concatenate([r[0] for r in rows]).astype(np.int32), indptr),
+                       shape=X.shape)
+    Xa.has_sorted_indices = False
+    return Xa
+
+
+def test_column_product_is_the_full_product_s():
+    """The gradient of some columns from the column-major copy has the bits
+    of the full product's entries (unsorted rows, duplicates, zeros)."""
+    from sklearn_adaprox._l1_logistic import Surrogate
+
+    rng = np.random.RandomState(3)
+    X = _awkward_csr(rng)
+    S = Surrogate(X, rng.choice([-1.0, 1.0], X.shape[0]), np.ones(X.shape[0]))
+    v = rng.randn(X.shape[0])
+    for columns in (np.arange(X.shape[1]), np.array([0, 3, 4, 17, 39, 45]), np.array([], int)):
+        assert_array_equal(S.column_product(v, columns), (X.T @ v)[columns])
+    # the bounds hold for the summed columns: |x_j . v| <= ||a_j|| ||v||
+    dense = X.toarray()
+    bound = S.column_bounds(np.arange(X.shape[1])) * np.linalg.norm(v)
+    assert np.all(np.abs(dense.T @ v) <= bound * (1 + 1e-12))
+
+
+def test_screened_gradient_leaves_out_only_columns_within_the_penalty():
+    """After a full product, a nearby dl gives the gradient exactly on the
+    columns C it keeps (the support among them), and every column it leaves
+    out satisfies |g_j| <= lam, where the residual is exactly 0; far from
+    the reference it takes the full product again."""
+    from sklearn_adaprox._l1_logistic import Surrogate, _Restricted, _ScreenedGradient
+
+    rng = np.random.RandomState(4)
+    X = _awkward_csr(rng, n_rows=400, n_cols=300)
+    S = Surrogate(X, rng.choice([-1.0, 1.0], X.shape[0]), np.ones(X.shape[0]))
+    assert not S.column_major  # too small to pay for the copy ...
+    S.column_major = True  # ... which this test makes anyway
+    live = S.live_columns()
+    dl = rng.randn(X.shape[0]) / X.shape[0]
+    full = X.T @ dl
+    lam = np.quantile(np.abs(full[live]), 0.95)
+    at = np.array([2, 5, 40])
+    R = _Restricted(S, live[at])
+    gradient = _ScreenedGradient(S, live, lam)
+    C, g, atC = gradient(dl, at, R)
+    assert_array_equal(C, np.arange(live.shape[0]))
+    assert_array_equal(g, full[live])
+    screened = 0
+    for size in (1e-9, 1e-6, 1e-4, 1e-3):
+        moved = dl + size * rng.randn(X.shape[0]) / X.shape[0]
+        C, g, atC = gradient(moved, at, R)
+        truth = (X.T @ moved)[live]
+        assert_array_equal(C[atC], at)
+        assert_array_equal(g, truth[C])
+        left_out = np.setdiff1d(np.arange(live.shape[0]), C)
+        assert np.all(np.abs(truth[left_out]) <= lam)
+        screened += C.shape[0] < live.shape[0]
+    assert screened >= 2  # small moves skip columns
+    far = 10 * rng.randn(X.shape[0]) / X.shape[0]
+    C, g, _ = gradient(far, at, R)
+    assert C.shape[0] == live.shape[0]
+    assert_array_equal(g, (X.T @ far)[live])
+
+
+def test_product_on_the_support_is_the_full_product_s():
+    """The line search's product with the support's columns only has the
+    bits of the product with all of M (its zero weights add zeros)."""
+    from sklearn_adaprox._l1_logistic import Surrogate, _Restricted
+
+    rng = np.random.RandomState(6)
+    X = _awkward_csr(rng)
+    S = Surrogate(X, rng.choice([-1.0, 1.0], X.shape[0]), np.ones(X.shape[0]))
+    A = S.live_columns()[::2]
+    R = _Restricted(S, A)
+    F = np.flatnonzero(rng.rand(A.shape[0]) < 0.3)
+    wA = np.zeros(A.shape[0])
+    wA[F] = rng.randn(F.shape[0])
+    expected = R.matvec(wA)
+    R.columns(F)
+    assert_array_equal(R.matvec(wA, F), expected)
+    assert_allclose(expected, X[:, A] @ wA, rtol=1e-12, atol=1e-14)
