@@ -314,11 +314,12 @@ class _ScreenedGradient:
     bounds every later ``|g_j(dl)| <= |g_j(dl_ref)| + ||a_j|| ||dl -
     dl_ref||`` (``a_j`` the column of ``|X|``, ``column_bounds``), plus
     the rounding of both sums; a column whose bound stays below ``lam`` is
-    skipped, the others are computed from the column-major copy of X, with
-    the full product's bits (``column_product``).  The next full product
-    (and reference) comes when more than a quarter of the live columns are
-    left.  On 20 newsgroups hashed (2**20 columns) the full product was a
-    third of the local phase.  For a surrogate with a column-major copy
+    skipped, the others with the full product's bits: the support's from
+    its restricted copy, the rest from the column-major copy of X
+    (``column_product``).  The next full product (and reference) comes when
+    the columns left outside the support would hold more than
+    ``SCREEN_ENTRIES`` of X's values.  On 20 newsgroups hashed (2**20
+    columns) the full product was a third of the local phase.  For a surrogate with a column-major copy
     (``Surrogate.column_major``) and ``lam > 0``; else every gradient is
     the full product."""
 
@@ -341,7 +342,8 @@ class _ScreenedGradient:
             # the sums' rounding: at most n u (sum of |x_ij dl_i|) each
             rounding = 2.3e-16 * self.S.n_samples * (np.linalg.norm(dl) + ref_norm)
             radius = (1.0 + 1e-6) * (np.linalg.norm(dl - dl_ref) + rounding)
-            C = np.flatnonzero(~(slack > radius))  # NaN: near; at: see keep
+            # near lam (NaN included), and the support (its slack is -inf)
+            C = np.flatnonzero(~(slack > radius))
             atC = np.searchsorted(C, at)
             others = np.ones(C.shape[0], dtype=bool)
             others[atC] = False
