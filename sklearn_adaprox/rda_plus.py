@@ -480,15 +480,15 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             )
         return obj, w, b, delta, violation, status
 
-    def _solve_problem(self, k, rows, X, y, sw, n_steps, seed, partial, clock,
-                       offset, surrogate_data):
+    def _solve_problem(self, k, rows, y, sw, n_steps, seed, partial, clock, offset,
+                       surrogate_data):
         """All the work of binary problem k in this call: its epochs'
         (loss, weight), and why fit stopped short of tol (None: it did
         not, or a partial_fit call).  ``surrogate_data``: ``(X, class
         indices or None, weights, DesignCache)`` of the local phase's rows,
         shared by the problems (see ``_surrogate``)."""
         if partial:
-            return self._solve_chunk(k, rows, X, y, sw, clock, offset, surrogate_data)
+            return self._solve_chunk(k, rows, y, sw, clock, offset, surrogate_data)
         return self._solve_fit(k, rows, y, sw, n_steps, seed, clock, offset, surrogate_data)
 
     def _publish(self, k, rec, w, b, delta, violation):
@@ -497,7 +497,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.optimality_[k], self.violation_[k] = delta, violation
         rec.store()
 
-    def _solve_chunk(self, k, rows, X, y, sw, clock, offset, surrogate_data):
+    def _solve_chunk(self, k, rows, y, sw, clock, offset, surrogate_data):
         """partial_fit: one pass of dual averaging over the chunk in order,
         then the local phase on the reservoir once the sign pattern has
         held for tau steps (without the local phase: the measures of the
@@ -758,8 +758,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         with single_threaded_blas(), problem_threads(n_problems, self.n_jobs) as threads:
             solved = map_problems(
                 lambda k: self._solve_problem(
-                    k, rows, X, y_pm[k], sample_weight, n_steps, seed, partial,
-                    clock, offset, surrogate_data,
+                    k, rows, y_pm[k], sample_weight, n_steps, seed, partial, clock,
+                    offset, surrogate_data,
                 ),
                 n_problems, threads,
             )
