@@ -233,7 +233,7 @@ class Surrogate:
             # where slicing the rows reads all of X at every growth round of
             # every problem.  Rows come out in column order (X's own order
             # when its indices are sorted).
-            XA = self.design.get("csc", self.X.tocsc)[:, columns]
+            XA = self.column_major_copy()[:, columns]
         else:
             XA = self.X[:, columns]
         if XA.dtype != np.float64:
@@ -263,13 +263,16 @@ class Surrogate:
             return self.rmatvec(v)[columns]
         return np.asarray(self.live_design().T @ v).ravel()
 
+    def column_major_copy(self):
+        """X in CSC format, made once for the design (``column_major``)."""
+        return self.design.get("csc", self.X.tocsc)
+
     def column_product(self, v, columns):
         """``(X.T @ v)[columns]`` of a float64 CSR X from its column-major
         copy, O(entries of those columns): each sum over its column's
         entries in row order, as the full product adds them, so the same
         bits."""
-        Xc = self.design.get("csc", self.X.tocsc)
-        return np.asarray(Xc[:, columns].T @ v).ravel()
+        return np.asarray(self.column_major_copy()[:, columns].T @ v).ravel()
 
     def column_bounds(self, columns):
         """``||a_j||``, ``a_j`` the column j of ``|X|`` with duplicate
@@ -277,7 +280,7 @@ class Surrogate:
         ``|x_j . v| <= ||a_j|| ||v||``, also for the sum of the stored
         entries as computed (``_ScreenedGradient``)."""
         def make():
-            A = abs(self.design.get("csc", self.X.tocsc))
+            A = abs(self.column_major_copy())
             A.sum_duplicates()
             return np.sqrt(np.asarray(A.multiply(A).sum(axis=0)).ravel())
         return self.design.get("column_bounds", make)[columns]
@@ -435,7 +438,7 @@ class _Restricted:
         pass over all of ``XA``."""
         if self._columns is None or self._columns[0] is not F:
             if self.S.column_major:
-                XF = self.S.design.get("csc", self.S.X.tocsc)[:, self.A[F]]
+                XF = self.S.column_major_copy()[:, self.A[F]]
             else:
                 XF = self.XA[:, F]
             self._columns = (F, XF.tocsr())
