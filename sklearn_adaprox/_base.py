@@ -750,7 +750,8 @@ class BaseOnlineLinearModel(BaseEstimator):
                 self.validation_scores_ = []
         n_steps = int(np.count_nonzero(
             sample_weight if order is None else sample_weight[order]))
-        best_loss, n_no_improvement = np.inf, 0
+        best_loss, n_no_improvement = [np.inf] * n_problems, [0] * n_problems
+        settled, problem_losses = [False] * n_problems, []
         best_score, n_no_score_improvement = -np.inf, 0
         self.n_iter_ = 0
         start = time.perf_counter()
@@ -800,26 +801,30 @@ class BaseOnlineLinearModel(BaseEstimator):
                     break
                 if partial or self.tol is None or total_weight == 0:
                     continue
-                # tol applies to the loss per binary problem (the curve sums
-                # them): one-vs-rest over K classes then stops as each of its
-                # problems alone would, as scikit-learn's one-vs-rest SGD does,
-                # instead of waiting until the sum of K losses moves less than
-                # tol.  A NaN loss (nothing to measure, e.g. no pair of opposite
-                # labels) counts as no improvement.
-                problem_loss = epoch_loss / n_problems
+                # tol applies to the loss of each binary problem, and fit
+                # stops when every problem has stopped improving, as each of
+                # scikit-learn's one-vs-rest SGD problems stops on its own
+                # loss.  A test on the mean over K problems stopped the hard
+                # ones early, when the easy ones had settled.  A NaN loss
+                # (nothing to measure, e.g. no pair of opposite labels)
+                # counts as no improvement.
+                problem_losses.append([r[0] / total_weight for r in results])
+                losses = problem_losses[-1]
                 patience = self.n_iter_no_change
                 if self._stop_on_mean_loss:
-                    recent = self.loss_curve_[-self.n_iter_no_change:]
+                    recent = problem_losses[-self.n_iter_no_change:]
                     if len(recent) < self.n_iter_no_change:
                         continue
-                    problem_loss = sum(recent) / len(recent) / n_problems
+                    losses = np.mean(recent, axis=0)
                     patience = 1
-                if not problem_loss <= best_loss - self.tol:
-                    n_no_improvement += 1
-                else:
-                    n_no_improvement = 0
-                best_loss = min(best_loss, problem_loss)
-                if n_no_improvement >= patience:
+                for k in range(n_problems):
+                    if not losses[k] <= best_loss[k] - self.tol:
+                        n_no_improvement[k] += 1
+                    else:
+                        n_no_improvement[k] = 0
+                    best_loss[k] = min(best_loss[k], losses[k])
+                    settled[k] |= n_no_improvement[k] >= patience
+                if all(settled):
                     break
             else:
                 if not partial and self.tol is not None and max_iter > 1:

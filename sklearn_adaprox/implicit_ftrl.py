@@ -363,11 +363,13 @@ _DOC_EARLY_STOPPING = """    early_stopping : bool or "auto", default="auto"
 """
 
 _DOC_STOP_EACH_EPOCH = """    tol : float or None, default=1e-3
-        ``fit`` stops when the progressive loss of an epoch, per binary
-        problem (the one-vs-rest problems' sum divided by their number), has
-        not dropped below the best so far minus ``tol`` for
-        ``n_iter_no_change`` consecutive epochs.  None: run ``max_iter``
-        epochs.
+        ``fit`` stops when the progressive loss of each binary problem has
+        not dropped below its best so far minus ``tol`` for
+        ``n_iter_no_change`` consecutive epochs.  Under one-vs-rest every
+        problem runs until the last one has stopped (they share the step
+        count), and ``n_iter_`` counts those epochs: the most that any
+        problem alone needs, as in scikit-learn's one-vs-rest SGD.  None:
+        run ``max_iter`` epochs.
     n_iter_no_change : int, default=5
         See ``tol``.
 """

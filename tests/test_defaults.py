@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from bundled_text import sms_tfidf
 from reference.implicit_ftrl import gradient_bound_reference
-from sklearn.datasets import load_diabetes
+from sklearn.datasets import load_diabetes, load_digits
 from sklearn.linear_model import Ridge, SGDClassifier, SGDRegressor
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
@@ -322,6 +322,27 @@ def test_auto_eta_makes_the_model_equivariant_to_scale(params):
     fixed = dict(params, eta=1.0)
     assert not np.allclose(PairwiseAUCClassifier(**fixed).fit(4.0 * X, y).coef_,
                            PairwiseAUCClassifier(**fixed).fit(X, y).coef_ / 4.0)
+
+
+# ----------------------------------------------------------------------------
+# stopping: each one-vs-rest problem on its own loss
+@pytest.mark.parametrize("Estimator", [AdaGradClassifier, ImplicitFTRLClassifier])
+def test_one_vs_rest_fit_runs_until_every_problem_has_stopped(Estimator):
+    """As scikit-learn's one-vs-rest SGD: each binary problem stops on its
+    own loss, and n_iter_ is the most epochs any of them needed.  Here all
+    problems run until the last stops (they share the step count), so each
+    row of coef_ is its binary problem fitted for n_iter_ epochs.  A test
+    on the mean loss stopped the hard problems when the easy ones had
+    settled."""
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    ovr = Estimator(random_state=0).fit(X, y)
+    alone = [Estimator(random_state=0).fit(X, y == c).n_iter_ for c in ovr.classes_]
+    assert ovr.n_iter_ == max(alone) > min(alone)
+    for k, c in enumerate(ovr.classes_):
+        binary = Estimator(max_iter=ovr.n_iter_, tol=None, random_state=0).fit(X, y == c)
+        assert_array_equal(binary.coef_[0], ovr.coef_[k])
+        assert_array_equal(binary.intercept_[0], ovr.intercept_[k])
 
 
 # ----------------------------------------------------------------------------
