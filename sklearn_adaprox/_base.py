@@ -162,6 +162,19 @@ def take_columns(array, columns):
 # Losses whose decision function maps to a probability (see predict_proba).
 PROBABILISTIC_LOSSES = ("log_loss", "modified_huber")
 
+# The tol and n_iter_no_change of the classifiers whose fit tests each
+# epoch's loss (_run_epochs), for their docstrings.
+STOP_PER_PROBLEM_DOC = """    tol : float or None, default=1e-3
+        ``fit`` stops when the progressive loss of each binary problem has
+        not dropped below its best so far minus ``tol`` for
+        ``n_iter_no_change`` consecutive epochs.  Under one-vs-rest every
+        problem runs until the last one has stopped, and ``n_iter_`` counts
+        those epochs: the most that any problem alone needs, as in
+        scikit-learn's one-vs-rest SGD.  None: run ``max_iter`` epochs.
+    n_iter_no_change : int, default=5
+        See ``tol``.
+"""
+
 
 # Largest accepted magnitude of a gradient factor: |x| times the sample (and
 # class) weight, times |y| for a regression target.  The kernels square
@@ -805,7 +818,9 @@ class BaseOnlineLinearModel(BaseEstimator):
                 # stops when every problem has stopped improving, as each of
                 # scikit-learn's one-vs-rest SGD problems stops on its own
                 # loss.  A test on the mean over K problems stopped the hard
-                # ones early, when the easy ones had settled.  A NaN loss
+                # ones early, when the easy ones had settled.  Every problem
+                # trains until then: AdaGrad's problems share the step count
+                # t_, so one cannot stop while the others step.  A NaN loss
                 # (nothing to measure, e.g. no pair of opposite labels)
                 # counts as no improvement.
                 problem_losses.append([r[0] / total_weight for r in results])

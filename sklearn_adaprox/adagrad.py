@@ -20,7 +20,7 @@ from ._adagrad_coupled_fast import CoupledProblem
 from ._adagrad_fast import AdaGradProblem
 from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
 from ._adagrad_multinomial_fast import MultinomialProblem
-from ._base import PROBABILISTIC_LOSSES, BaseOnlineLinearClassifier
+from ._base import PROBABILISTIC_LOSSES, STOP_PER_PROBLEM_DOC, BaseOnlineLinearClassifier
 from ._dataset import as_row_arrays, row_moments
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 from ._short_calls import AdaGradPath, MultinomialPath, short_partial_fit, short_scores
@@ -285,7 +285,7 @@ _KERNEL_OF_OPTIONS = {}
 
 
 class AdaGradClassifier(BaseOnlineLinearClassifier):
-    r"""Linear classifier trained online by diagonal AdaGrad.
+    __doc__ = r"""Linear classifier trained online by diagonal AdaGrad.
 
     Minimises, one sample at a time, the regularised empirical risk
 
@@ -409,17 +409,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
     max_iter : int, default=1000
         Maximum number of passes (epochs) over the data in ``fit``.
         ``partial_fit`` always makes one pass over its chunk.
-    tol : float or None, default=1e-3
-        ``fit`` stops when the progressive loss of each binary problem has
-        not dropped below its best so far minus ``tol`` for
-        ``n_iter_no_change`` consecutive epochs.  Under one-vs-rest every
-        problem runs until the last one has stopped (they share the step
-        count), and ``n_iter_`` counts those epochs: the most that any
-        problem alone needs, as in scikit-learn's one-vs-rest SGD.  None:
-        run ``max_iter`` epochs.
-    n_iter_no_change : int, default=5
-        See ``tol``.
-    shuffle : bool, default=True
+""" + STOP_PER_PROBLEM_DOC + r"""    shuffle : bool, default=True
         Shuffle the rows before each epoch of ``fit``.  ``partial_fit``
         always learns from its rows in the order given.
     random_state : int, RandomState instance or None, default=None

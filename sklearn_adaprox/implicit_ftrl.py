@@ -9,7 +9,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import BaseOnlineLinearClassifier, BaseOnlineLinearRegressor
+from ._base import STOP_PER_PROBLEM_DOC, BaseOnlineLinearClassifier, BaseOnlineLinearRegressor
 from ._dataset import gradient_bound, row_moments
 from ._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
 from ._loss import make_loss
@@ -362,18 +362,6 @@ _DOC_EARLY_STOPPING = """    early_stopping : bool or "auto", default="auto"
         The fraction of the rows held out (see ``early_stopping``).
 """
 
-_DOC_STOP_EACH_EPOCH = """    tol : float or None, default=1e-3
-        ``fit`` stops when the progressive loss of each binary problem has
-        not dropped below its best so far minus ``tol`` for
-        ``n_iter_no_change`` consecutive epochs.  Under one-vs-rest every
-        problem runs until the last one has stopped (they share the step
-        count), and ``n_iter_`` counts those epochs: the most that any
-        problem alone needs, as in scikit-learn's one-vs-rest SGD.  None:
-        run ``max_iter`` epochs.
-    n_iter_no_change : int, default=5
-        See ``tol``.
-"""
-
 _DOC_STOP_ON_MEAN = """    tol : float or None, default=1e-3
         ``fit`` stops at the first epoch at which the mean progressive loss
         of the last ``n_iter_no_change`` epochs is not below the best such
@@ -601,7 +589,7 @@ class ImplicitFTRLClassifier(_ImplicitFTRLMixin, BaseOnlineLinearClassifier):
         ``max(0, 1 - y p)`` or ``log(1 + exp(-y p))``.
 """
         + _DOC_PARAMS
-        + _DOC_PARAMS_TAIL.replace("{stopping}", _DOC_STOP_EACH_EPOCH + _DOC_EARLY_STOPPING)
+        + _DOC_PARAMS_TAIL.replace("{stopping}", STOP_PER_PROBLEM_DOC + _DOC_EARLY_STOPPING)
         + """    class_weight : dict, "balanced" or None, default=None
         Multiplies the sample weight of each row by the weight of its class
         (refused as "balanced" by ``partial_fit``).
