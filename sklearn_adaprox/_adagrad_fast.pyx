@@ -564,6 +564,36 @@ def run_epoch(AdaGradProblem problem,
     return sums[0], sums[1]
 
 
+def run_problem_epochs(list problems,
+                       const floating[::1] X_data,
+                       const index_t[::1] X_indices,
+                       const index_t[::1] X_indptr,
+                       bint is_dense,
+                       Py_ssize_t n_features,
+                       const double[:, ::1] targets,
+                       const double[::1] sample_weight,
+                       const int64_t[::1] order,
+                       int64_t t):
+    """``run_epoch`` of each problem k in turn, on the targets ``targets[k]``
+    and from step ``t``: the one-vs-rest pass of a fit in one thread, in one
+    call.  Returns the list of each pass's ``(loss, weight)`` sums.  On a
+    small table a call per problem cost as much as its pass (glass: 1.5 us
+    of arguments against 7 us of rows)."""
+    cdef Py_ssize_t k, n_problems = len(problems)
+    cdef AdaGradProblem problem
+    cdef double sums[2]
+    if targets.shape[0] != n_problems:
+        raise ValueError("one target row per problem.")
+    results = []
+    for k in range(n_problems):
+        problem = problems[k]
+        problem.t = t
+        pass_rows(problem, X_data, X_indices, X_indptr, is_dense, n_features,
+                  targets[k], sample_weight, order, False, sums)
+        results.append((sums[0], sums[1]))
+    return results
+
+
 def learn_rows(list problems,
                const floating[::1] X_data,
                const index_t[::1] X_indices,

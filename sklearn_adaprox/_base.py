@@ -15,8 +15,10 @@ early stopping and verbose output, and ``fit`` / ``partial_fit`` /
   ``(sum of weight * loss, sum of weights)`` measured before each step.
 
 A classifier may also override ``_problem_targets`` (to learn all classes as
-one problem instead of one-vs-rest) and ``_check_options`` (to refuse
-parameter combinations that depend on the data, before any state changes).
+one problem instead of one-vs-rest), ``_check_options`` (to refuse
+parameter combinations that depend on the data, before any state changes)
+and ``_run_problem_epochs`` (the passes of all its problems in one epoch,
+e.g. in one compiled call).
 
 An algorithm whose call is not a sequence of passes (RDA+: dual averaging,
 then a batch local phase on the identified support) overrides ``_train``
@@ -695,11 +697,14 @@ class BaseOnlineLinearModel(BaseEstimator):
             names = [name for name in _fitted_names(type(self), tuple(state))
                      if isinstance(state[name], np.ndarray)
                      and state[name].dtype == np.float64 and name not in checked]
-            in_place = self._in_place_arrays()
-            bad = first_nonfinite_in_columns(
-                [state[name] for name in names],
-                [columns if name in in_place else None for name in names],
-                [feature_axis(state[name]) for name in names])
+            if columns is None:  # every array read whole: one call
+                bad = first_nonfinite([state[name] for name in names])
+            else:
+                in_place = self._in_place_arrays()
+                bad = first_nonfinite_in_columns(
+                    [state[name] for name in names],
+                    [columns if name in in_place else None for name in names],
+                    [feature_axis(state[name]) for name in names])
             name = names[bad] if bad >= 0 else None
         if name is not None:
             raise ValueError(
@@ -741,6 +746,14 @@ class BaseOnlineLinearModel(BaseEstimator):
     # epoch (the pairwise AUC loss, a mean over the few pairs of an epoch)
     _stop_on_mean_loss = False
 
+    def _run_problem_epochs(self, rows, targets, sample_weight, order, pool):
+        """One pass of every problem over the rows ``order``: the list of
+        ``_run_epoch``'s ``(loss, weight)`` sums, run on the threads of
+        ``pool`` (None: one after another in this thread)."""
+        return map_problems(
+            lambda k: self._run_epoch(k, rows, targets[k], sample_weight, order),
+            len(targets), pool)
+
     def _run_epochs(self, X, targets, sample_weight, partial, n_jobs=None, order=None):
         """Up to ``max_iter`` passes (one for ``partial_fit``) over X for the
         problems whose targets are listed, with shuffling, progressive loss,
@@ -776,11 +789,8 @@ class BaseOnlineLinearModel(BaseEstimator):
                     epoch_order = order[pass_order(order.shape[0], rng, self.shuffle)]
                 else:
                     epoch_order = order
-                results = map_problems(
-                    lambda k: self._run_epoch(k, rows, targets[k], sample_weight,
-                                              epoch_order),
-                    n_problems, pool,
-                )
+                results = self._run_problem_epochs(rows, targets, sample_weight,
+                                                   epoch_order, pool)
                 self.t_ += n_steps
                 self.n_iter_ += 1
                 self._state_version = new_state_version()

@@ -521,15 +521,17 @@ def test_learns_rare_informative_features_of_text_like_data():
                                               ("mirror_descent", "md_weights_")])
 @pytest.mark.parametrize("container", ["dense", "sparse", "float32"])
 @pytest.mark.parametrize("avx", [True, False], ids=["avx", "sse2"])
-def test_each_pass_tests_the_values_it_writes(update, poisoned, container, avx, monkeypatch):
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_each_pass_tests_the_values_it_writes(update, poisoned, container, avx, n_jobs,
+                                              monkeypatch):
     """The element-wise kernel tests every value it writes (in its AVX
     lanes and in its scalar loops), so that no read of the state follows a
     pass: when problem 1's pass writes an infinite square-gradient root
     (its roots near the largest double squared; the logistic loss gives
     every step a gradient) or weight (an infinite weight caught up), the
     call fails naming the array, in the general
-    path (one-vs-rest in threads) and in a short call's compiled one, and
-    the model is as before."""
+    path (one-vs-rest in threads, or in one compiled call in one thread)
+    and in a short call's compiled one, and the model is as before."""
     import pickle
 
     from sklearn_adaprox import _short_calls
@@ -538,7 +540,7 @@ def test_each_pass_tests_the_values_it_writes(update, poisoned, container, avx, 
     X = sp.random(80, 300, density=0.02, format="csr", random_state=rng)
     X = {"dense": X.toarray(), "sparse": X, "float32": X.astype(np.float32)}[container]
     y = rng.randint(0, 3, 80)
-    model = AdaGradClassifier(update=update, loss="log_loss", n_jobs=2,
+    model = AdaGradClassifier(update=update, loss="log_loss", n_jobs=n_jobs,
                               random_state=0).fit(X, y)
     assert poisoned in model._kernel_checked_arrays()
     if poisoned == "accumulators_":
