@@ -877,8 +877,8 @@ cdef inline double gather_aligned_union(PairwiseAUCProblem problem, const floati
     """``gather_union`` for a pair of rows of one dense pass: both hold
     every column in the same order, so the partner's entry of the row's
     q-th column is its q-th, with no table to find it in and no partner
-    entry left over (the same union, in the same order).  Ionosphere (34
-    columns), one epoch: 85 -> 68 us."""
+    entry left over (the same union, in the same order).  An 11-epoch fit
+    on ionosphere (34 columns): 1.8-2.0 -> 1.64 ms."""
     cdef Py_ssize_t q, j
     cdef double score = 0.0
     cdef double* w = &problem.coef[0]
