@@ -1010,17 +1010,18 @@ def run_epoch(PairwiseAUCProblem problem,
             label = y[i]
             k = problem.t + 1
 
-            if problem.has_pair(label) and rows.is_dense and partner_nnz >= 0:
-                # the partner is the pass's previous row, dense as this one
-                score = gather_aligned_union(problem, row_data, row_indices, nnz,
-                                             partner_data, k)
-            elif problem.has_pair(label):
-                if partner_nnz >= 0:
-                    keep_partner(problem, partner_data, partner_indices, partner_nnz)
-                    partner_nnz = -1
-                fill_partner_table(problem)
-                score = gather_union(problem, row_data, row_indices, nnz, k)
-                empty_partner_table(problem)
+            if problem.has_pair(label):
+                if rows.is_dense and partner_nnz >= 0:
+                    # the partner is the pass's previous row, dense as this one
+                    score = gather_aligned_union(problem, row_data, row_indices, nnz,
+                                                 partner_data, k)
+                else:
+                    if partner_nnz >= 0:
+                        keep_partner(problem, partner_data, partner_indices, partner_nnz)
+                        partner_nnz = -1
+                    fill_partner_table(problem)
+                    score = gather_union(problem, row_data, row_indices, nnz, k)
+                    empty_partner_table(problem)
             else:
                 score = gather_row(problem, row_data, row_indices, nnz, k)
             d = problem.pair_gradient(label, sw, &sum_loss, &sum_weight)

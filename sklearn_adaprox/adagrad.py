@@ -1043,7 +1043,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             # binary Problem cost as much to build as its pass over a small
             # table (glass: 3.7 against 9 us).  A pass advances its t, which
             # every problem's t_ then follows.
-            problem = self._workspace((kernel.name, k), lambda: kernel.problem(self, k))
+            problem = self._call_problem(kernel, k)
             problem.t = self.t_
         else:
             problem = kernel.problem(self, k)
@@ -1056,15 +1056,19 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         if pool is not None or len(targets) == 1 or kernel.name != "elementwise":
             return super()._run_problem_epochs(rows, targets, sample_weight, order, pool)
         # the binary problems of a one-vs-rest fit in one thread: their
-        # passes in one compiled call, on the Problems and the stacked
-        # targets made at the call's first pass
-        problems = self._workspace("elementwise problems", lambda: [
-            kernel.problem(self, k) for k in range(len(targets))])
+        # passes in one compiled call, on the call's Problems and the
+        # targets stacked at its first pass
+        problems = [self._call_problem(kernel, k) for k in range(len(targets))]
         stacked = self._workspace("stacked targets", lambda: np.stack(targets))
         results = run_problem_epochs(problems, *rows, stacked, sample_weight, order, self.t_)
         for k, problem in enumerate(problems):
             self._read_pass(kernel, k, problem)
         return results
+
+    def _call_problem(self, kernel, k):
+        """Problem k of the multinomial or element-wise kernel, made at the
+        call's first pass and kept for the others (see _run_epoch)."""
+        return self._workspace((kernel.name, k), lambda: kernel.problem(self, k))
 
     def _read_pass(self, kernel, k, problem):
         """After problem k's pass: its scalars into the fitted arrays, and
