@@ -271,12 +271,13 @@ class _AdaGradStatePath(_ShortPath):
         (the checks a continuing call of the general path would pass)."""
         state = est.__dict__
         if (cls.layout_array not in state
-                or "alpha_" not in state  # a model pickled before alpha_ was kept
+                # a model pickled before update_ or alpha_ was kept
+                or "update_" not in state or "alpha_" not in state
                 or not all(name in state
                            for name in cls.scalars + cls.in_place_extra + ("loss_curve_",))
                 or est._kernel().name != cls.kernel_name
                 or state.get("_rule") != est._weight_rule()
-                or (cls.md_array in state) != (est.update == "mirror_descent")):
+                or (cls.md_array in state) != (est._update() == "mirror_descent")):
             return False
         if not _writable_arrays(state, est._in_place_arrays() + cls.in_place_extra):
             return False

@@ -454,7 +454,8 @@ def check_mergeable(models, base=None):
                     f"{name} has {attr}={mine!r}, models[0] has {attr}={theirs!r}.")
         for attr in resolved_attributes(first):
             mine, theirs = getattr(model, attr, None), getattr(first, attr, None)
-            if name == "base" and mine is not None and theirs is not None:
+            if (name == "base" and mine is not None and theirs is not None
+                    and np.asarray(mine).dtype.kind == "f"):
                 # a base that took no step has not resolved them yet (NaN)
                 mine = np.where(np.isnan(mine), theirs, mine)
             if not _same(mine, theirs):

@@ -92,7 +92,7 @@ def test_non_adaptive_baseline_matches_numpy_transcription(
     X, y, sample_weight = small_sparse_problem
     _kernel_vs_reference(
         X, y, sample_weight, fit_intercept, alpha=0.05, loss=loss,
-        penalty=penalty, delta=delta, matrix="identity",
+        penalty=penalty, delta=delta, matrix="identity", update="dual_averaging",
     )
 
 

@@ -250,7 +250,7 @@ def test_partial_fit_chunks_equal_one_epoch(est, data, request):
     # a value resolved from the data of the first call ("auto") is resolved
     # from all the rows by fit and from the first chunk by partial_fit
     # (documented): the chunks start from the value fit resolved
-    pinned = {attr.rstrip("_"): float(np.ravel(getattr(whole, attr))[0])
+    pinned = {attr.rstrip("_"): np.ravel(getattr(whole, attr))[0].item()
               for attr in resolved_attributes(whole)}
     chunked = _one_epoch(est, **pinned)
     n = X.shape[0]

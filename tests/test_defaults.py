@@ -241,6 +241,95 @@ def test_adagrad_model_from_before_alpha_was_resolved_keeps_its_alpha():
 
 
 # ----------------------------------------------------------------------------
+# AdaGrad: update="auto"
+def adagrad_auto_update_reference(X, sample_weight, penalty):
+    """The documented rule: mirror descent for l1 or elastic net (one-vs-rest,
+    diagonal matrix) when at least half of the entries of X are non-zero and
+    the weighted mean squared norm of the rows is at most 100."""
+    X = X.toarray() if sp.issparse(X) else X
+    dense = np.count_nonzero(X) >= 0.5 * X.size
+    narrow = np.dot(sample_weight, (X**2).sum(axis=1)) / sample_weight.sum() <= 100.0
+    if dense and narrow and penalty in ("l1", "elasticnet"):
+        return "mirror_descent"
+    return "dual_averaging"
+
+
+def _rows_of_density(density, n=150, d=12, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    X[rng.rand(n, d) >= density] = 0.0
+    y = np.where(X @ rng.randn(d) + 0.5 * rng.randn(n) > 0, 1, -1)
+    return X, y
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr", "csr with stored zeros"])
+@pytest.mark.parametrize("penalty", ["l1", "elasticnet", "l2", None])
+@pytest.mark.parametrize("density, scale", [(0.3, 1), (0.45, 1), (0.55, 1), (1.0, 1),
+                                            (1.0, 2.6), (1.0, 3.2), (1.0, 5)])
+def test_adagrad_auto_update_follows_its_definition(layout, penalty, density, scale):
+    X, y = _rows_of_density(density)
+    X *= scale  # mean squared norm about 12 scale^2, past 100 from 2.9
+    sample_weight = np.random.RandomState(1).uniform(0.0, 2.0, X.shape[0])
+    if layout == "dense":
+        Xl = X
+    elif layout == "csr":
+        Xl = sp.csr_matrix(X)
+    else:  # every entry stored: the non-zero values count, not the entries
+        Xl = sp.csr_matrix(np.where(X == 0, 1.0, X))
+        Xl.data[(X == 0).ravel()] = 0.0
+    expected = adagrad_auto_update_reference(X, sample_weight, penalty)
+    params = dict(penalty=penalty, max_iter=3, tol=None, random_state=0)
+    est = AdaGradClassifier(**params).fit(Xl, y, sample_weight=sample_weight)
+    assert est.update_ == expected
+    # the model (and alpha="auto", which follows the update) of that rule
+    # given explicitly
+    explicit = AdaGradClassifier(update=expected, **params)
+    explicit.fit(Xl, y, sample_weight=sample_weight)
+    assert est.alpha_ == explicit.alpha_
+    assert_array_equal(est.coef_, explicit.coef_)
+    assert_array_equal(est.intercept_, explicit.intercept_)
+
+
+@pytest.mark.parametrize("params", [
+    dict(penalty="l1", multi_class="multinomial"), dict(penalty="l1", matrix="identity"),
+    dict(penalty="l2", matrix="full"), dict(penalty="linf"), dict(penalty=None, l1_ball=3.0),
+], ids=repr)
+def test_adagrad_auto_update_is_dual_averaging_where_the_options_leave_no_choice(params):
+    X, y = _rows_of_density(1.0)
+    est = AdaGradClassifier(max_iter=2, tol=None, random_state=0, **params).fit(X, y)
+    assert est.update_ == "dual_averaging"
+    explicit = AdaGradClassifier(update="dual_averaging", max_iter=2, tol=None,
+                                 random_state=0, **params).fit(X, y)
+    assert_array_equal(est.coef_, explicit.coef_)
+
+
+def test_adagrad_auto_update_is_fixed_by_the_first_call():
+    dense, y = _rows_of_density(1.0)
+    sparse, _ = _rows_of_density(0.2, seed=1)
+    est = AdaGradClassifier(penalty="l1", random_state=0)
+    # every weight zero: the rows decide all the same
+    est.partial_fit(dense[:20], y[:20], classes=[-1, 1], sample_weight=np.zeros(20))
+    assert est.update_ == "mirror_descent"
+    est.partial_fit(sp.csr_matrix(sparse[20:]), y[20:])  # sparse rows: kept
+    assert est.update_ == "mirror_descent"
+    reference = AdaGradClassifier(penalty="l1", update="mirror_descent", random_state=0)
+    reference.partial_fit(dense[:20], y[:20], classes=[-1, 1], sample_weight=np.zeros(20))
+    reference.partial_fit(sp.csr_matrix(sparse[20:]), y[20:])
+    assert_array_equal(est.coef_, reference.coef_)
+    # a new fit chooses again
+    assert est.fit(sparse, y).update_ == "dual_averaging"
+    # options that leave no choice take dual averaging, also where the
+    # last fit chose mirror descent (the identity matrix refuses it)
+    est.fit(dense, y)
+    assert est.update_ == "mirror_descent"
+    assert est.set_params(matrix="identity").fit(dense, y).update_ == "dual_averaging"
+    # an explicit update is used as it is, on every call
+    est.set_params(matrix="diagonal", update="ftrl_proximal").partial_fit(dense, y)
+    assert est.update_ == "ftrl_proximal"
+    assert est._rule["update"] == "ftrl_proximal"
+
+
+# ----------------------------------------------------------------------------
 # pairwise AUC: eta="auto"
 def auto_eta_reference(X, sample_weight, algorithm, adaptive="norm"):
     """The documented rule: c / s**p, s the root mean square of the norms

@@ -67,6 +67,8 @@ def _state(est):
 
 # ----------------------------------------------------------------------
 @pytest.mark.parametrize("est", [
+    # update="auto" chooses mirror descent on these rows (60% non-zero):
+    # pinned from partition 0
     AdaGradClassifier(penalty="l1", alpha=1e-3),
     AdaGradClassifier(update="mirror_descent"),
     ImplicitFTRLClassifier(),  # G resolved from the data: pinned from partition 0
