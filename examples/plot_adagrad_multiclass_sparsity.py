@@ -83,7 +83,8 @@ def load_problems():
     """{title: (X_train, y_train, X_test, y_test, lambdas, learners,
     (x label, log x axis?, upper limit of the error axis))}."""
     X_tr, y_tr, X_te, y_te = load_a9a()
-    hinge_l1 = partial(AdaGradClassifier, loss="hinge", penalty="l1")
+    hinge_l1 = partial(AdaGradClassifier, loss="hinge", penalty="l1",
+                       update="dual_averaging")
     a9a = (
         X_tr, y_tr, X_te, y_te, np.logspace(-5, -1, 13),
         [("AdaGrad-DA l1 hinge, eta=0.1", partial(hinge_l1, eta=0.1)),
