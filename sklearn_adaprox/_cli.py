@@ -432,6 +432,13 @@ def _info(args):
     print(f"estimator {type(est).__name__}")
     params = est.get_params(deep=False)
     print("parameters " + ", ".join(f"{k}={v!r}" for k, v in sorted(params.items())))
+    # what the "auto" parameters resolved to at the first chunk (alpha_,
+    # update_, beta_, ...): one value, or one per problem
+    resolved = [name for name in getattr(type(est), "_resolved_params", ())
+                if name in est.__dict__]
+    if resolved:
+        print("resolved " + ", ".join(
+            f"{name}={np.asarray(est.__dict__[name]).tolist()!r}" for name in resolved))
     if hasattr(est, "classes_"):
         print(f"classes {', '.join(map(str, est.classes_.tolist()))}")
     print(f"n_features {est.n_features_in_}")

@@ -75,6 +75,8 @@ def test_train_predict_evaluate_info_end_to_end(data):
     r = run("info", "m.joblib", cwd=data)
     assert "estimator AdaGradClassifier" in r.stdout and "rows_seen 500" in r.stdout
     assert f"nonzero_weights {np.count_nonzero(ref.coef_)} of 20" in r.stdout
+    # the values "auto" resolved to, as the Python driver resolved them
+    assert f"resolved update_={ref.update_!r}, alpha_={ref.alpha_!r}\n" in r.stdout
 
 
 def test_train_tabular_csv_through_a_transformer(tmp_path):
