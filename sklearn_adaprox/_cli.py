@@ -426,6 +426,8 @@ def _evaluate(args):
 
 
 def _info(args):
+    from .merge import resolved_attributes
+
     bundle = load_model(args.model)
     est = bundle["estimator"]
     coef = np.asarray(est.coef_)
@@ -434,8 +436,7 @@ def _info(args):
     print("parameters " + ", ".join(f"{k}={v!r}" for k, v in sorted(params.items())))
     # what the "auto" parameters resolved to at the first chunk (alpha_,
     # update_, beta_, ...): one value, or one per problem
-    resolved = [name for name in getattr(type(est), "_resolved_params", ())
-                if name in est.__dict__]
+    resolved = [name for name in resolved_attributes(est) if name in est.__dict__]
     if resolved:
         print("resolved " + ", ".join(
             f"{name}={np.asarray(est.__dict__[name]).tolist()!r}" for name in resolved))
