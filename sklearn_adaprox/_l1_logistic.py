@@ -2,7 +2,8 @@
 Wright 2012): the surrogate ``f(w, b)`` over the stored rows, its
 restriction to a support, and the local phase itself (reduced Newton and
 reduced-gradient steps on that support, with a line search), in vectorised
-NumPy/SciPy batch work.  ``RDAPlusClassifier`` runs it after dual averaging
+NumPy/SciPy batch work (compiled, ``_rda_fast.dense_local_phase``, for a
+narrow dense float64 X).  ``RDAPlusClassifier`` runs it after dual averaging
 has identified the support; ``DaskShardedTrainer`` runs the same steps over
 partitions.
 """
@@ -17,7 +18,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit
 from threadpoolctl import ThreadpoolController
 
-from ._rda_fast import csr_gram, csr_normal_product
+from ._rda_fast import csr_gram, csr_normal_product, dense_local_phase, dense_measures
 
 # Cap on the iterations of one local phase (each is one Newton or one
 # reduced-gradient step with its line search).
@@ -298,9 +299,19 @@ class Surrogate:
                                  shape=(self.n_samples, live.shape[0]), copy=False)
         return self.design.get("live_X", make)
 
+    def compiled(self):
+        """Whether X is the dense float64 C-ordered array that the compiled
+        measures and local phase of ``_rda_fast`` read."""
+        return (not self.sparse and self.whole and self.X.flags.c_contiguous
+                and self.X.size < 2**31)
+
     def measures(self, w, b, lam, fit_intercept, scale):
         """(delta, violation) of the model (w, b): see ``_measures``; w is 0
         off the live columns."""
+        if self.compiled():
+            return dense_measures(self.X, self.y, self.sw, float(self.N), float(lam),
+                                  np.asarray(w, dtype=np.float64), float(b),
+                                  fit_intercept, scale)
         _, dl, _ = self.derivatives(self.matvec(w) + b)
         live = self.live_columns()
         return _measures(self.rmatvec_at(dl, live), float(dl.sum()), w[live], lam,
@@ -609,6 +620,30 @@ def _newton_direction(R, dd, F, r, fit_intercept, max_direct, damping=0.0):
 
 def local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
                 fit_intercept, record=None):
+    """Minimise ``f + lam ||w||_1`` starting on the support ``M``: the
+    iterations of ``vectorised_local_phase`` (see there), compiled
+    (``_rda_fast.dense_local_phase``) for a dense float64 X of at most
+    ``max_newton_support`` columns, where every Newton system is a direct
+    solve; vectorised otherwise."""
+    if not (type(S) is Surrogate and S.compiled() and S.n_features <= max_newton_support):
+        return vectorised_local_phase(
+            S, lam, w_start, b_start, M, tol=tol, scale=scale,
+            max_newton_support=max_newton_support, fit_intercept=fit_intercept,
+            record=record)
+    A = np.flatnonzero(M)
+    w = np.zeros(S.n_features)
+    w[A] = np.asarray(w_start, dtype=np.float64)[A]
+    target = ROUNDOFF * scale if tol is None else float(tol) * scale
+    b, delta, violation, objective, reached, n_iter = dense_local_phase(
+        S.X, S.y, S.sw, float(S.N), float(lam), w, float(b_start) if fit_intercept else 0.0,
+        A, target, scale, fit_intercept, record, MAX_LOCAL_ITER, ARMIJO, MAX_HALVINGS,
+        MAX_NEWTON_HALVINGS, NEWTON_ATTEMPTS)
+    status = "converged" if reached and tol is not None else "stalled"
+    return w, b, delta, violation, objective, status, n_iter
+
+
+def vectorised_local_phase(S, lam, w_start, b_start, M, *, tol, scale, max_newton_support,
+                           fit_intercept, record=None):
     """Minimise ``f + lam ||w||_1`` starting on the support ``M``.
 
     An iteration takes one of two steps (the scheme of LPS, Wright 2010):

@@ -2,8 +2,9 @@
 
 Dual averaging (the Cython kernel ``_rda_fast``) identifies the sparse
 support; a local phase of reduced Newton / reduced gradient steps on that
-support (vectorised NumPy/SciPy batch work, no per-sample loop) then solves
-the batch l1-logistic problem (``_l1_logistic``) to a tight optimality.
+support (vectorised NumPy/SciPy batch work, no per-sample loop; compiled in
+``_rda_fast`` for a narrow dense X) then solves the batch l1-logistic
+problem (``_l1_logistic``) to a tight optimality.
 """
 import time
 import warnings

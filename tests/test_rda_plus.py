@@ -877,3 +877,88 @@ def test_product_on_the_support_is_the_full_product_s():
     R.columns(F)
     assert_array_equal(R.matvec(wA, F), expected)
     assert_allclose(expected, X[:, A] @ wA, rtol=1e-12, atol=1e-14)
+
+
+def _local_phase_problem(seed):
+    """A small dense l1-logistic problem with a start on a random support
+    M (the solution needs columns outside it, so M grows), columns of
+    unequal scales, sample weights with zeros, and an all-zero column."""
+    from sklearn_adaprox._l1_logistic import Surrogate, violation_scale
+
+    rng = np.random.RandomState(seed)
+    n, d = rng.randint(20, 300), rng.randint(2, 40)
+    X = rng.randn(n, d) * rng.choice([0.1, 1.0, 3.0], d)
+    if seed % 3 == 0:
+        X[:, rng.randint(d)] = 0.0
+    coef = rng.randn(d) * (rng.rand(d) < 0.5)
+    y = np.where(X @ coef + 0.5 * rng.randn(n) > 0, 1.0, -1.0)
+    sw = rng.choice([0.0, 1.0, 2.5], n, p=[0.1, 0.7, 0.2]) if seed % 2 else np.ones(n)
+    fit_intercept = seed % 4 != 1
+    S = Surrogate(X, y, sw)
+    g, _ = S.gradient(np.zeros(d), 0.0)
+    lam = [0.0, 0.01, 0.1, 0.5][seed % 4] * np.abs(g).max()
+    M = rng.rand(d) < 0.4
+    w0 = rng.randn(d) * M
+    return S, lam, w0, M, fit_intercept, violation_scale(S, lam, fit_intercept)
+
+
+def test_compiled_local_phase_is_the_vectorised_one(monkeypatch):
+    """On a dense float64 X the local phase runs compiled
+    (``_rda_fast.dense_local_phase``); it takes the vectorised path's
+    iterations, decision for decision: the same number, the same support
+    at every iterate, the same status, and the same model to round-off.
+    The problems exercise every kind of step (counted on the vectorised
+    path): Newton steps, damped ones, proximal steps and growth of M."""
+    import sklearn_adaprox._l1_logistic as L
+
+    steps = {"newton": 0, "damped": 0, "proximal": 0, "growth": 0}
+    newton, diagonal = L._newton_direction, L._Restricted.hessian_diagonal
+
+    def counted_newton(*args, **kwargs):
+        steps["newton"] += 1
+        steps["damped"] += args[-1] > 0
+        return newton(*args, **kwargs)
+
+    def counted_diagonal(self, *args, **kwargs):
+        steps["proximal"] += 1
+        return diagonal(self, *args, **kwargs)
+
+    monkeypatch.setattr(L, "_newton_direction", counted_newton)
+    monkeypatch.setattr(L._Restricted, "hessian_diagonal", counted_diagonal)
+    for seed in range(24):
+        S, lam, w0, M, fit_intercept, scale = _local_phase_problem(seed)
+        runs = []
+        for solve in (L.local_phase, L.vectorised_local_phase):
+            records = []
+            out = solve(S, lam, w0, 0.3, M, tol=1e-4, scale=scale, max_newton_support=200,
+                        fit_intercept=fit_intercept, record=lambda *r: records.append(r))
+            runs.append((out, np.array(records)))
+        (w, b, delta, viol, obj, status, n_iter), records = runs[0]
+        (w_ref, b_ref, delta_ref, viol_ref, obj_ref, status_ref, n_iter_ref), ref = runs[1]
+        assert (status, n_iter) == (status_ref, n_iter_ref), seed
+        assert_array_equal(records[:, 2], ref[:, 2])  # the support at every iterate
+        size = max(np.abs(w_ref).max(initial=0.0), abs(b_ref), 1.0)
+        assert_allclose(w, w_ref, rtol=0, atol=1e-10 * size)
+        assert_allclose(b, b_ref, rtol=0, atol=1e-10 * size)
+        assert_allclose(obj, obj_ref, rtol=1e-12)
+        assert_allclose(records[:, :2], ref[:, :2], rtol=1e-6, atol=1e-9)
+        steps["growth"] += ref[:, 2].max() > np.count_nonzero(w0)
+    assert min(steps.values()) > 0, steps
+
+
+def test_compiled_measures_are_the_vectorised_ones():
+    """The optimality measures of a dense float64 X (compiled) are those of
+    its CSR copy (NumPy's products), at models with zero and non-zero
+    weights (none on a column without data, as the measures assume) and
+    with or without an intercept."""
+    from sklearn_adaprox._l1_logistic import Surrogate
+
+    for seed in range(6):
+        S, lam, w0, M, fit_intercept, scale = _local_phase_problem(seed)
+        assert S.compiled()
+        csr = Surrogate(sp.csr_matrix(S.X), S.y, S.sw)
+        assert not csr.compiled()
+        w0 = w0 * np.any(S.X != 0, axis=0)
+        for w, b in ((w0, 0.3), (np.zeros_like(w0), 0.0)):
+            assert_allclose(S.measures(w, b, lam, fit_intercept, scale),
+                            csr.measures(w, b, lam, fit_intercept, scale), rtol=1e-10)
