@@ -13,11 +13,11 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import BaseOnlineLinearClassifier, map_problems, pass_order, problem_threads
+from ._base import (BaseOnlineLinearClassifier, lent_random_state, map_problems, pass_order,
+                    problem_threads)
 from ._dataset import as_row_arrays, check_sparse_structure
 from ._l1_logistic import (DesignCache, Surrogate, local_phase, single_threaded_blas,
                            violation_scale)
@@ -490,7 +490,11 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         shared by the problems (see ``_surrogate``)."""
         if partial:
             return self._solve_chunk(k, rows, y, sw, clock, offset, surrogate_data)
-        return self._solve_fit(k, rows, y, sw, n_steps, seed, clock, offset, surrogate_data)
+        # every problem shuffles with the same stream: its order of the rows
+        # does not depend on the threads
+        with lent_random_state(seed) as rng:
+            return self._solve_fit(k, rows, y, sw, n_steps, rng, clock, offset,
+                                   surrogate_data)
 
     def _publish(self, k, rec, w, b, delta, violation):
         """Problem k's model and measures into the fitted state."""
@@ -524,14 +528,14 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self._publish(k, rec, w, b, delta, violation)
         return [(loss, weight)], None
 
-    def _solve_fit(self, k, rows, y, sw, n_steps, seed, clock, offset, surrogate_data):
-        """fit: epochs of dual averaging, switching to the local phase once
-        the sign pattern has held for tau steps, until the optimality
-        measure reaches tol (or stalls, or max_iter)."""
+    def _solve_fit(self, k, rows, y, sw, n_steps, rng, clock, offset, surrogate_data):
+        """fit: epochs of dual averaging (shuffled by the RandomState
+        ``rng``), switching to the local phase once the sign pattern has
+        held for tau steps, until the optimality measure reaches tol (or
+        stalls, or max_iter)."""
         rec = _Records(self, k)
         lam = float(self.alpha_[k])
         n = y.shape[0]
-        rng = np.random.RandomState(seed)
         epochs = []
         S = self._surrogate(k, y, surrogate_data)
         scale = violation_scale(S, lam, self.fit_intercept)
@@ -721,8 +725,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             self._reset_records(n_problems)
         elif first_call or not hasattr(self, "reservoir_seed_"):
             # the first partial_fit, or partial_fit after fit: start the reservoir
-            seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-            self.reservoir_seed_ = int(seed)
+            with lent_random_state(self.random_state) as rng:
+                self.reservoir_seed_ = int(rng.randint(np.iinfo(np.int32).max))
             self.n_seen_ = 0
             self.reservoir_data_ = np.zeros(0)
             self.reservoir_indices_ = np.zeros(0, dtype=np.int64)
@@ -746,7 +750,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             surrogate_data = (*self._reservoir(X.shape[1]), DesignCache())
         else:
             surrogate_data = (X, None, sample_weight, DesignCache())
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        with lent_random_state(self.random_state) as rng:
+            seed = int(rng.randint(np.iinfo(np.int32).max))
         offset = 0.0
         if partial:
             last = [h[-1, 1] for h in self.optimality_history_ if h.shape[0]]

@@ -1,4 +1,5 @@
-"""The row-access layer hands X to the kernels without copying it."""
+"""The row-access layer hands X to the kernels without copying it; the
+RandomStates of its shuffles are lent without the cost of making one."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -160,3 +161,36 @@ def test_columns_are_read_in_place_only_where_that_reads_less():
     assert not columns_are_worth_reading(weights, many)
     assert columns_are_worth_reading(weights, np.arange(0, width, 512, dtype=np.int64))
     assert not columns_are_worth_reading(multinomial, None)
+
+
+def test_lent_random_state_is_check_random_state_s_stream():
+    """An integer seed lends a RandomState of ``np.random.RandomState(seed)``'s
+    stream, reseeded for every borrower (after one that stopped mid-stream
+    too), never one instance to two borrowers at once; None and RandomState
+    instances are ``check_random_state``'s; a seed out of range raises as
+    RandomState does."""
+    from sklearn.utils import check_random_state
+
+    from sklearn_adaprox._base import lent_random_state
+
+    for seed in (0, 7, 2**32 - 1, np.int64(12345)):
+        with lent_random_state(seed) as rng:
+            np.testing.assert_array_equal(rng.permutation(50),
+                                          np.random.RandomState(seed).permutation(50))
+        with lent_random_state(seed) as first, lent_random_state(seed) as second:
+            assert first is not second
+            first.rand(3)  # a borrower that stops mid-stream
+            assert second.randint(10**9) == np.random.RandomState(seed).randint(10**9)
+        with lent_random_state(seed) as again:
+            assert again.randint(10**9) == np.random.RandomState(seed).randint(10**9)
+    with lent_random_state(None) as rng:
+        assert rng is check_random_state(None)
+    mine = np.random.RandomState(1)
+    with lent_random_state(mine) as rng:
+        assert rng is mine
+    for bad in (-1, 2**32):
+        with pytest.raises(ValueError):
+            np.random.RandomState(bad)
+        with pytest.raises(ValueError):
+            with lent_random_state(bad):
+                pass
