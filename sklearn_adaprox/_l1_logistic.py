@@ -129,8 +129,9 @@ class Surrogate:
 
     def __init__(self, X, y, sample_weight, design=None):
         self.X = X
-        self.y = np.asarray(y, dtype=np.float64)
-        self.sw = np.asarray(sample_weight, dtype=np.float64)
+        # contiguous: the compiled measures and local phase read them
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.sw = np.ascontiguousarray(sample_weight, dtype=np.float64)
         self.n_samples, self.n_features = X.shape
         self.N = max(int(np.count_nonzero(self.sw)), 1)
         self.sparse = sp.issparse(X)
@@ -310,7 +311,7 @@ class Surrogate:
         off the live columns."""
         if self.compiled():
             return dense_measures(self.X, self.y, self.sw, float(self.N), float(lam),
-                                  np.asarray(w, dtype=np.float64), float(b),
+                                  np.ascontiguousarray(w, dtype=np.float64), float(b),
                                   fit_intercept, scale)
         _, dl, _ = self.derivatives(self.matvec(w) + b)
         live = self.live_columns()
