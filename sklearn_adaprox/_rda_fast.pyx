@@ -725,11 +725,14 @@ cdef inline double _soft(double x, double a) noexcept nogil:
     return _sign(x) * t
 
 
-cdef inline double _logaddexp0(double x) noexcept nogil:
-    # np.logaddexp(0, x)
-    if x > 0.0:
-        return x + log1p(exp(-x))
-    return log1p(exp(x))
+cdef inline double _residual(double g, double w, double lam) noexcept nogil:
+    # _l1_logistic._residual: the minimum-norm subgradient of f + lam |w|
+    return g + lam * _sign(w) if w != 0.0 else _soft(g, lam)
+
+
+cdef inline double _logistic_loss(double z, double e) noexcept nogil:
+    # log(1 + e^-z) = np.logaddexp(0, -z), given e = exp(-|z|)
+    return (-z if z < 0.0 else 0.0) + log1p(e)
 
 
 cdef class _DenseSurrogate:
@@ -766,7 +769,7 @@ cdef class _DenseSurrogate:
         cdef double sq = 0.0, worst = 0.0, rj
         cdef int j
         for j in range(self.d):
-            rj = self.g[j] + self.lam * _sign(w[j]) if w[j] != 0.0 else _soft(self.g[j], self.lam)
+            rj = _residual(self.g[j], w[j], self.lam)
             sq += rj * rj
             if fabs(rj) > worst or rj != rj:
                 worst = fabs(rj)
@@ -791,10 +794,11 @@ cdef class _DenseSurrogate:
             out[i] += b
 
     cdef double value(self, const double[::1] m) noexcept nogil:
-        cdef double s = 0.0
+        cdef double s = 0.0, z
         cdef int i
         for i in range(self.n):
-            s += self.sw[i] * _logaddexp0(-self.y[i] * m[i])
+            z = self.y[i] * m[i]
+            s += self.sw[i] * _logistic_loss(z, exp(-fabs(z)))
         return s / self.N
 
     cdef double derivatives(self) noexcept nogil:
@@ -806,7 +810,7 @@ cdef class _DenseSurrogate:
         for i in range(self.n):
             z = self.y[i] * self.m[i]
             e = exp(-fabs(z))
-            s += self.sw[i] * ((-z if z < 0.0 else 0.0) + log1p(e))
+            s += self.sw[i] * _logistic_loss(z, e)
             p = 1.0 / (1.0 + e)  # sigma(|z|)
             if z >= 0.0:
                 right, wrong = p, e * p
@@ -939,7 +943,7 @@ def dense_local_phase(const double[:, ::1] X, const double[::1] y, const double[
         inside = fabs(g_b) if fit_intercept else 0.0
         outside = 0.0
         for j in range(d):
-            rj = S.g[j] + lam * _sign(w[j]) if w[j] != 0.0 else _soft(S.g[j], lam)
+            rj = _residual(S.g[j], w[j], lam)
             if in_A[j]:
                 inside = max(inside, fabs(rj))
             else:
@@ -969,13 +973,13 @@ def dense_local_phase(const double[:, ::1] X, const double[::1] y, const double[
         f, sq_nz, sq_zero = 0, 0.0, 0.0
         for q in range(nA):
             j = A[q]
+            rj = _residual(S.g[j], w[j], lam)
             if w[j] != 0.0:
                 cols[f] = j
-                r[f] = S.g[j] + lam * _sign(w[j])
-                sq_nz += r[f] * r[f]
+                r[f] = rj
+                sq_nz += rj * rj
                 f += 1
             else:
-                rj = _soft(S.g[j], lam)
                 sq_zero += rj * rj
         if fit_intercept:
             r[f] = g_b
