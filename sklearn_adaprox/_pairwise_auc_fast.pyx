@@ -98,6 +98,20 @@ from ._dataset cimport (RowPass, check_pass_input, index_t, longest_row, row_pas
 from ._loss cimport Loss
 from ._step_maps cimport STEP_MAP, compose_range, set_step_map
 
+# The sums over a step's union, gathered in a local struct that the
+# compiler keeps in registers: as fields of the problem they went back to
+# memory at every entry of the union, since the store of a weight (a
+# double) might have changed them.  With the ldexp that a pass without a
+# projection no longer makes (advance_idle), 5-8 % fewer instructions a
+# pass (callgrind, two epochs: w8a 97.7 -> 89.9 million).
+cdef struct UnionSums:
+    Py_ssize_t nnz          # entries listed in union_index, union_diff
+    double margin           # <w_k, D>
+    double sq_norm_diff     # ||D||^2
+    double dot_old          # the union's part of sum c_j w_j m_j
+    double sq_old           # and of sum c_j^2 m_j^2
+
+
 cdef enum:
     AOGD = 0
     AOGD_STRONGLY_CONVEX = 1
@@ -648,24 +662,33 @@ cdef class PairwiseAUCProblem:
                 return -1
             slot = (slot + 1) & mask
 
-    cdef inline void add_to_union(self, Py_ssize_t j, double diff, int64_t k) noexcept nogil:
+    cdef inline void add_to_union(self, Py_ssize_t j, double diff, int64_t k,
+                                  UnionSums* sums) noexcept nogil:
         """Bring coordinate j of the union to the start of step k, list it
         with its entry of D, and add it to <w_k, D>, ||D||^2 and the union's
         part of the projection's running scalars (in the order of the list:
-        one pass over the union where there were two)."""
+        one pass over the union where there were two), in ``sums``."""
         cdef double c, w, m
         self.catch_up(j, k)
-        self.union_index[self.union_nnz] = j
-        self.union_diff[self.union_nnz] = diff
-        self.union_nnz += 1
+        self.union_index[sums.nnz] = j
+        self.union_diff[sums.nnz] = diff
+        sums.nnz += 1
         w = self.coef[j]
-        self.pair_margin += w * diff
-        self.sq_norm_diff += diff * diff
+        sums.margin += w * diff
+        sums.sq_norm_diff += diff * diff
         if self.project:
             c = self.coord_step(j)
             m = self.momentum[j]
-            self.union_dot_old += c * w * m
-            self.union_sq_old += c * c * m * m
+            sums.dot_old += c * w * m
+            sums.sq_old += c * c * m * m
+
+    cdef inline void keep_union(self, UnionSums* sums) noexcept nogil:
+        """The union gathered in ``sums`` (see UnionSums), as the step's."""
+        self.union_nnz = sums.nnz
+        self.pair_margin = sums.margin
+        self.sq_norm_diff = sums.sq_norm_diff
+        self.union_dot_old = sums.dot_old
+        self.union_sq_old = sums.sq_old
 
     cdef inline bint has_pair(self, double label) noexcept nogil:
         """Whether a sample of ``label`` forms a pair with the partner (a
@@ -816,9 +839,11 @@ cdef class PairwiseAUCProblem:
                     slot = 0
         expired = k - self.window
         if expired >= first:
+            # (without a projection P stays 1: no ldexp for its ratio)
             self.archived_b[expired - first] = self.live_b(
                 expired, self.scale_since(self.step_scale_mant[expired - first],
-                                          self.step_scale_exp[expired - first]))
+                                          self.step_scale_exp[expired - first])
+                if self.project else 1.0)
             self.archived_scale_mant[expired - first] = self.scale_mant
             self.archived_scale_exp[expired - first] = self.scale_exp
         # the sum of a block that starts at k + 1 is still empty
@@ -851,7 +876,7 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
     cdef Py_ssize_t q, j, at
     cdef double score = 0.0, partner_value
     cdef double* w = &problem.coef[0]
-    problem.empty_union()
+    cdef UnionSums sums = UnionSums(0, 0.0, 0.0, 0.0, 0.0)
     for q in range(nnz):
         if q + PREFETCH_AHEAD < nnz:
             problem.prefetch(row_indices[q + PREFETCH_AHEAD], True)
@@ -861,13 +886,15 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
         if at >= 0:
             problem.partner_matched[at] = 1
             partner_value = problem.partner_values[at]
-        problem.add_to_union(j, row_data[q] - partner_value, k)
+        problem.add_to_union(j, row_data[q] - partner_value, k, &sums)
         score += w[j] * row_data[q]
     for q in range(problem.partner_nnz):
         if problem.partner_matched[q]:
             problem.partner_matched[q] = 0
         else:
-            problem.add_to_union(problem.partner_indices[q], -problem.partner_values[q], k)
+            problem.add_to_union(problem.partner_indices[q], -problem.partner_values[q], k,
+                                 &sums)
+    problem.keep_union(&sums)
     return score
 
 
@@ -882,11 +909,12 @@ cdef inline double gather_aligned_union(PairwiseAUCProblem problem, const floati
     cdef Py_ssize_t q, j
     cdef double score = 0.0
     cdef double* w = &problem.coef[0]
-    problem.empty_union()
+    cdef UnionSums sums = UnionSums(0, 0.0, 0.0, 0.0, 0.0)
     for q in range(nnz):
         j = row_indices[q]
-        problem.add_to_union(j, row_data[q] - <double> partner_data[q], k)
+        problem.add_to_union(j, row_data[q] - <double> partner_data[q], k, &sums)
         score += w[j] * row_data[q]
+    problem.keep_union(&sums)
     return score
 
 
