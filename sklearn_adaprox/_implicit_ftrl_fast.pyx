@@ -307,6 +307,9 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
     cdef const index_t* next_indices = NULL
     cdef Py_ssize_t s, i, k, nnz, next_nnz
     cdef double h, yi, v, dot, sq, p, lv, d, cz, lam_next, delta, dw2, p_new, theta_j
+    # 1 / lambda, carried from row to row: one row's 1 / lambda_{t+1} is the
+    # next row's 1 / lambda_t (the same division, made once)
+    cdef double inv_lam = 1.0 / lam, inv_lam_next
     cdef double sum_loss = 0.0, sum_weight = 0.0
     cdef bint nonfinite = False
     # on a wide theta, each row asks for the next row's (prefetch_entries)
@@ -338,10 +341,10 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
             lv = h * loss.loss(yi, p)
             sum_loss += lv
             sum_weight += h
-            d = h * loss.dloss(yi, p)
             lam_next = lam + gamma * inv_beta2
 
-            # z_t = cz * s
+            # z_t = cz * s; the proximal update does not read d = h l'(y, p)
+            d = h * loss.dloss(yi, p) if update != PROXIMAL else 0.0
             if sq == 0.0:
                 cz = 0.0
             elif update == LINEAR:
@@ -365,7 +368,8 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
                     theta_b -= cz
 
             # ||w_{t+1} - w_t||^2 and ||theta_{t+1}||^2 from running sums.
-            delta = 1.0 / lam_next - 1.0 / lam
+            inv_lam_next = 1.0 / lam_next
+            delta = inv_lam_next - inv_lam
             dw2 = (delta * delta * S - 2.0 * delta * cz * dot / lam_next
                    + cz * cz * sq / (lam_next * lam_next))
             dw2 = fmax(dw2, 0.0)
@@ -373,6 +377,7 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
             p_new = (dot - cz * sq) / lam_next
             gamma = fmax(lv - h * loss.loss(yi, p_new) - 0.5 * lam * dw2, 0.0)
             lam = lam_next
+            inv_lam = inv_lam_next
             t += 1
 
         problem.lam = lam
