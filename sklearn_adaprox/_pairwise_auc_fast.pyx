@@ -102,14 +102,17 @@ from ._step_maps cimport STEP_MAP, compose_range, set_step_map
 # compiler keeps in registers: as fields of the problem they went back to
 # memory at every entry of the union, since the store of a weight (a
 # double) might have changed them.  With the ldexp that a pass without a
-# projection no longer makes (advance_idle), 5-8 % fewer instructions a
-# pass (callgrind, two epochs: w8a 97.7 -> 89.9 million).
+# projection no longer makes (scale_since), 5-8 % fewer instructions a
+# pass (callgrind, two epochs: w8a 97.7 -> 90.2 million).
 cdef struct UnionSums:
     Py_ssize_t nnz          # entries listed in union_index, union_diff
     double margin           # <w_k, D>
     double sq_norm_diff     # ||D||^2
     double dot_old          # the union's part of sum c_j w_j m_j
     double sq_old           # and of sum c_j^2 m_j^2
+
+# an empty union, the start of every gathering (read only)
+cdef UnionSums NO_UNION = UnionSums(0, 0.0, 0.0, 0.0, 0.0)
 
 
 cdef enum:
@@ -454,7 +457,10 @@ cdef class PairwiseAUCProblem:
             self.sq_norm_step += c * c * m * m
 
     cdef inline double scale_since(self, double mant, int64_t e) noexcept nogil:
-        """P_now / P_then for P_then = mant * 2^(-SCALE_BITS e)."""
+        """P_now / P_then for P_then = mant * 2^(-SCALE_BITS e).  Without a
+        projection P stays 1: the ratio is 1.0 exactly, with no ldexp."""
+        if not self.project:
+            return 1.0
         return ldexp(self.scale_mant / mant, -SCALE_BITS * <int>(self.scale_exp - e))
 
     cdef inline double live_b(self, int64_t s, double ratio) noexcept nogil:
@@ -530,9 +536,7 @@ cdef class PairwiseAUCProblem:
         if self.average:
             self.range_sums(s, k, &Q, &C)
             self.coef_sum[j] += self.coef[j] * Q
-        # without a projection P stays 1 (the ratio would be 1.0 exactly)
-        ratio = (self.scale_since(self.step_scale_mant[offset], self.step_scale_exp[offset])
-                 if self.project else 1.0)
+        ratio = self.scale_since(self.step_scale_mant[offset], self.step_scale_exp[offset])
         w = self.coef[j] * ratio
         m = self.momentum[j]
         if m != 0.0:
@@ -725,12 +729,9 @@ cdef class PairwiseAUCProblem:
         self.score_stats[cls, 2] += step_w * score * score
 
     cdef inline void empty_union(self) noexcept nogil:
-        """An empty union, and zero sums over it, to gather a step into."""
-        self.union_nnz = 0
-        self.pair_margin = 0.0
-        self.sq_norm_diff = 0.0
-        self.union_dot_old = 0.0
-        self.union_sq_old = 0.0
+        """An empty union, and zero sums over it, as the step's."""
+        cdef UnionSums none = NO_UNION
+        self.keep_union(&none)
 
     cdef inline void drop_union(self) noexcept nogil:
         """Leave the union's coordinates to the lazy representation (their
@@ -839,11 +840,9 @@ cdef class PairwiseAUCProblem:
                     slot = 0
         expired = k - self.window
         if expired >= first:
-            # (without a projection P stays 1: no ldexp for its ratio)
             self.archived_b[expired - first] = self.live_b(
                 expired, self.scale_since(self.step_scale_mant[expired - first],
-                                          self.step_scale_exp[expired - first])
-                if self.project else 1.0)
+                                          self.step_scale_exp[expired - first]))
             self.archived_scale_mant[expired - first] = self.scale_mant
             self.archived_scale_exp[expired - first] = self.scale_exp
         # the sum of a block that starts at k + 1 is still empty
@@ -876,7 +875,7 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
     cdef Py_ssize_t q, j, at
     cdef double score = 0.0, partner_value
     cdef double* w = &problem.coef[0]
-    cdef UnionSums sums = UnionSums(0, 0.0, 0.0, 0.0, 0.0)
+    cdef UnionSums sums = NO_UNION
     for q in range(nnz):
         if q + PREFETCH_AHEAD < nnz:
             problem.prefetch(row_indices[q + PREFETCH_AHEAD], True)
@@ -909,7 +908,7 @@ cdef inline double gather_aligned_union(PairwiseAUCProblem problem, const floati
     cdef Py_ssize_t q, j
     cdef double score = 0.0
     cdef double* w = &problem.coef[0]
-    cdef UnionSums sums = UnionSums(0, 0.0, 0.0, 0.0, 0.0)
+    cdef UnionSums sums = NO_UNION
     for q in range(nnz):
         j = row_indices[q]
         problem.add_to_union(j, row_data[q] - <double> partner_data[q], k, &sums)
