@@ -40,13 +40,13 @@ cimport cython
 cimport numpy as cnp
 from cython cimport floating
 from libc.float cimport DBL_MAX
-from libc.math cimport NAN, fabs, fmax, fmin, isfinite
+from libc.math cimport NAN, fabs, fmin, isfinite
 from libc.stdint cimport int64_t
 
 from ._dataset cimport (RowPass, asks_for_state_ahead, check_pass_input, columns_ahead,
                         float64_values, index_t, learnable_rows, plain_rows_largest,
                         prefetch_entries, row_pass, step_row)
-from ._loss cimport Loss
+from ._loss cimport Loss, positive_part
 
 cnp.import_array()
 
@@ -372,10 +372,10 @@ cdef int pass_rows(ImplicitFTRLProblem problem,
             delta = inv_lam_next - inv_lam
             dw2 = (delta * delta * S - 2.0 * delta * cz * dot / lam_next
                    + cz * cz * sq / (lam_next * lam_next))
-            dw2 = fmax(dw2, 0.0)
-            S = fmax(S - 2.0 * cz * dot + cz * cz * sq, 0.0)
+            dw2 = positive_part(dw2)
+            S = positive_part(S - 2.0 * cz * dot + cz * cz * sq)
             p_new = (dot - cz * sq) / lam_next
-            gamma = fmax(lv - h * loss.loss(yi, p_new) - 0.5 * lam * dw2, 0.0)
+            gamma = positive_part(lv - h * loss.loss(yi, p_new) - 0.5 * lam * dw2)
             lam = lam_next
             inv_lam = inv_lam_next
             t += 1

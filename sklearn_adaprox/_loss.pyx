@@ -224,7 +224,7 @@ cdef class Hinge(Loss):
         return {"threshold": self.threshold}
 
     cdef double loss(self, double y, double p) noexcept nogil:
-        return fmax(0.0, self.threshold - y * p)
+        return positive_part(self.threshold - y * p)
 
     cdef double dloss(self, double y, double p) noexcept nogil:
         return -y if y * p < self.threshold else 0.0
@@ -252,11 +252,11 @@ cdef class SquaredHinge(Loss):
         return {"threshold": self.threshold}
 
     cdef double loss(self, double y, double p) noexcept nogil:
-        cdef double r = fmax(0.0, self.threshold - y * p)
+        cdef double r = positive_part(self.threshold - y * p)
         return r * r
 
     cdef double dloss(self, double y, double p) noexcept nogil:
-        return -2.0 * y * fmax(0.0, self.threshold - y * p)
+        return -2.0 * y * positive_part(self.threshold - y * p)
 
     cdef double ddloss(self, double y, double p) noexcept nogil:
         return 2.0 if y * p < self.threshold else 0.0
@@ -440,7 +440,7 @@ cdef class SquaredLoss(Loss):
         # (giving -step (p - y)), so only the step needs a guard.
         if not step > 0.0:
             return 0.0
-        return -(p - y) * step / (1.0 + step * fmax(sq_norm, 0.0))
+        return -(p - y) * step / (1.0 + step * positive_part(sq_norm))
 
 
 cdef class AbsoluteLoss(Loss):
@@ -483,7 +483,7 @@ cdef class EpsilonInsensitive(Loss):
         return {"epsilon": self.epsilon}
 
     cdef double loss(self, double y, double p) noexcept nogil:
-        return fmax(0.0, fabs(p - y) - self.epsilon)
+        return positive_part(fabs(p - y) - self.epsilon)
 
     cdef double dloss(self, double y, double p) noexcept nogil:
         cdef double r = p - y
