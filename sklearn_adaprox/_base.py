@@ -508,14 +508,22 @@ class BaseOnlineLinearModel(BaseEstimator):
         """The score (``score``) of the rows ``_held_out_rows`` held out,
         computed here without the validation of ``score``, which on SMS
         spam cost more than an epoch."""
-        X, y, sample_weight = held
-        return self._score_of_scores(self._held_out_products(X) + self.intercept_,
+        design, y, sample_weight = held
+        return self._score_of_scores(self._held_out_products(design) + self.intercept_,
                                      y, sample_weight)
 
-    def _held_out_products(self, X):
-        """``X @ coef_.T`` of the held-out rows (validated: rows of X); an
-        estimator may compute them in a way that suits its state."""
-        return self._products(X)
+    def _held_out_design(self, X):
+        """What ``_held_out_products`` reads of the held-out rows X
+        (validated: rows of the training X), made once per ``fit``: here X
+        itself; an estimator may prepare the rows for the products it takes
+        after every epoch."""
+        return X
+
+    def _held_out_products(self, design):
+        """``X @ coef_.T`` of the held-out rows, from their
+        ``_held_out_design``; an estimator may compute them in a way that
+        suits its state."""
+        return self._products(design)
 
     # ------------------------------------------------------------------
     def _transaction(self, call, *args):
@@ -637,7 +645,8 @@ class BaseOnlineLinearModel(BaseEstimator):
                 f"early_stopping=True cannot hold out validation_fraction="
                 f"{self.validation_fraction} of these {n_samples} rows: {problem}.")
         y_held = targets[0][held] if labels is None else self.classes_[labels[held]]
-        return train.astype(np.int64), (X[held], y_held, sample_weight[held])
+        return (train.astype(np.int64),
+                (self._held_out_design(X[held]), y_held, sample_weight[held]))
 
     def _class_indices(self, targets):
         """Each row's class index, from the targets of the problems; None

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import STOP_PER_PROBLEM_DOC, BaseOnlineLinearClassifier, BaseOnlineLinearRegressor
-from ._dataset import gradient_bound, row_moments
+from ._dataset import gradient_bound, row_moments, touched_columns
 from ._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
 from ._loss import make_loss
 from ._short_calls import ImplicitFTRLPath, short_partial_fit, short_scores
@@ -125,17 +125,36 @@ class _ImplicitFTRLMixin:
     def _compute_coef(self):
         return self._weights(self.scaled_coef_)
 
-    def _held_out_products(self, X):
+    def _held_out_design(self, X):
+        # sparse held-out rows: their distinct columns, and the rows with
+        # their column indices renumbered over those (X's values shared), so
+        # that each epoch's product reads a compact copy of theta's entries
+        # in those columns instead of theta's whole width (below)
+        if not sp.issparse(X):
+            return X
+        columns = touched_columns(X.indices, X.shape[1])
+        renumbered = sp.csr_matrix(
+            (X.data, np.searchsorted(columns, X.indices).astype(X.indices.dtype), X.indptr),
+            shape=(X.shape[0], columns.shape[0]), copy=False)
+        return columns, renumbered
+
+    def _held_out_products(self, design):
         # one product of the held-out rows with each problem's theta, then
         # one scaling per problem (theta / lambda is coef_): on 20 newsgroups
         # hashed (20 problems, 470,000 held-out non-zeros) 45 ms an epoch,
         # where the weights of their columns, gathered for every problem,
-        # took 115 ms
-        if not sp.issparse(X):
-            return super()._held_out_products(X)
+        # took 115 ms.  The product takes theta's entries in the rows'
+        # columns first (a sorted gather of 194,000 of 2**20 there), then
+        # the renumbered rows: the same sums in the same order, so the same
+        # bits, in 1.0 ms a problem where the product with theta's whole
+        # width took 2.2 (its reads of an 8 MB row wait on the caches).
+        if not isinstance(design, tuple):
+            return super()._held_out_products(design)
+        columns, renumbered = design
         theta = np.atleast_2d(self.scaled_coef_)
         inverse = self._inverse_lambda()
-        return np.column_stack([(X @ theta[k]) * inverse[k] for k in range(theta.shape[0])])
+        return np.column_stack([(renumbered @ theta[k, columns]) * inverse[k]
+                                for k in range(theta.shape[0])])
 
     def _compute_coef_at(self, columns):
         return self._weights(self.scaled_coef_[..., columns])
