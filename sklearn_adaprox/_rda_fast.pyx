@@ -41,7 +41,7 @@ import numpy as np
 cimport cython
 from cython cimport floating
 from libc.math cimport ceil, copysign, exp, fabs, log1p, sqrt
-from libc.stdint cimport INT32_MAX, INT64_MAX, int8_t, int64_t
+from libc.stdint cimport INT32_MAX, INT64_MAX, int8_t, int64_t, uint8_t
 from scipy.linalg.cython_blas cimport dgemm, dgemv
 from scipy.linalg.cython_lapack cimport dpotrf, dpotrs
 
@@ -296,6 +296,23 @@ def iterate(const double[::1] sum_grad, double intercept_sum_grad, int64_t t, do
     if not fit_intercept:
         return 0.0
     return rda_intercept(intercept_sum_grad, t, gamma)
+
+
+def safeguarded_support(const double[::1] sum_grad, int64_t t, double threshold,
+                        const double[::1] coef):
+    """RDA+'s safeguarded support, ``coef != 0`` or ``|sum_grad / t| >
+    threshold`` (a bool array), in one pass with no temporary: the NumPy
+    expression made four arrays of the width (13 ms at 2**20 columns)."""
+    cdef Py_ssize_t j, d = coef.shape[0]
+    cdef double steps = <double> t
+    if sum_grad.shape[0] != d:
+        raise ValueError("coef and sum_grad differ in length.")
+    support = np.empty(d, dtype=bool)
+    cdef uint8_t[::1] out = support.view(np.uint8)
+    with nogil:
+        for j in range(d):
+            out[j] = coef[j] != 0.0 or fabs(sum_grad[j] / steps) > threshold
+    return support
 
 
 def py_exit_step(double abs_u, double l1):

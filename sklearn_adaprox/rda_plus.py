@@ -22,7 +22,7 @@ from ._dataset import as_row_arrays, check_sparse_structure
 from ._l1_logistic import (DesignCache, Surrogate, local_phase, single_threaded_blas,
                            violation_scale)
 from ._loss import Log
-from ._rda_fast import NEVER, RDAProblem, iterate, run_epoch
+from ._rda_fast import NEVER, RDAProblem, iterate, run_epoch, safeguarded_support
 
 # alpha="auto" is AUTO_ALPHA_RATIO * alpha_max (glmnet's default end of the
 # regularisation path for wide data), AUTO_ALPHA_FALLBACK when alpha_max is 0
@@ -446,9 +446,9 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         return w, b
 
     def _safeguarded_support(self, k, w):
-        t = max(int(self.rda_t_[k]), 1)
-        g_bar = self.sum_gradient_[k] / t
-        return (w != 0) | (np.abs(g_bar) > self.rho * self.alpha_[k])
+        """``w != 0`` or ``|g_bar| > rho alpha`` (``g_bar = u / t``)."""
+        return safeguarded_support(self.sum_gradient_[k], max(int(self.rda_t_[k]), 1),
+                                   float(self.rho * self.alpha_[k]), w)
 
     # ------------------------------------------------------------------
     def _run_local_phase(self, k, S, clock, offset, rec, scale, extra=None):
