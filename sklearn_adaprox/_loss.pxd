@@ -7,7 +7,8 @@
 
 
 # max(x, 0) as glibc's fmax(x, 0.0) gives it (x where x > 0, else +0.0; a
-# NaN gives 0), inline: GCC calls libm for fmax (its NaN rule is not that of
+# NaN gives 0; fmax(0.0, x) differs only in giving -0.0 for x = -0.0, the
+# same number), inline: GCC calls libm for fmax (its NaN rule is not that of
 # the SSE max instruction), a call per use that the per-row paths of the
 # kernels paid several times a row (implicit FTRL: four on dense rows).
 cdef inline double positive_part(double x) noexcept nogil:

@@ -9,7 +9,8 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import STOP_PER_PROBLEM_DOC, BaseOnlineLinearClassifier, BaseOnlineLinearRegressor
+from ._base import (STOP_PER_PROBLEM_DOC, BaseOnlineLinearClassifier, BaseOnlineLinearRegressor,
+                    column_positions)
 from ._dataset import gradient_bound, row_moments, touched_columns
 from ._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
 from ._loss import make_loss
@@ -133,9 +134,9 @@ class _ImplicitFTRLMixin:
         if not sp.issparse(X):
             return X
         columns = touched_columns(X.indices, X.shape[1])
-        renumbered = sp.csr_matrix(
-            (X.data, np.searchsorted(columns, X.indices).astype(X.indices.dtype), X.indptr),
-            shape=(X.shape[0], columns.shape[0]), copy=False)
+        positions = column_positions(columns, X.indices, X.shape[1]).astype(X.indices.dtype)
+        renumbered = sp.csr_matrix((X.data, positions, X.indptr),
+                                   shape=(X.shape[0], columns.shape[0]), copy=False)
         return columns, renumbered
 
     def _held_out_products(self, design):
