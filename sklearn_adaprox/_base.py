@@ -151,19 +151,22 @@ def first_nonfinite_in_columns(arrays, columns, axes):
     return min(bad_positions, default=-1)
 
 
-def column_positions(columns, indices, n_features):
-    """The position in ``columns`` (sorted, distinct, holding every entry of
-    ``indices``; all in [0, n_features)) of each entry of ``indices``, as
-    int64.  A binary search per entry where the entries are few against the
-    width; else a map of the width, written at ``columns`` only, and one
-    read per entry: 471,000 entries on 2**20 columns (20 newsgroups' held
-    out rows) took 35 ms by binary search, 1.5 ms so; 11,000 on 40,891
-    columns (SMS spam's) 0.74 and 0.03 ms."""
+def column_positions(X):
+    """The distinct columns of a validated CSR X (sorted, int64) and the
+    position among them of each stored entry's column (int64): what scoring
+    X with the weights of its own columns reads.  The positions come by
+    binary search where the entries are few against the width; else from a
+    map of the width, written at X's columns only, and one read per entry:
+    471,000 entries on 2**20 columns (20 newsgroups' held-out rows) took
+    35 ms by binary search, 1.5 ms so; 11,000 on 40,891 columns (SMS
+    spam's) 0.74 and 0.03 ms."""
+    indices, n_features = X.indices, X.shape[1]
+    columns = touched_columns(indices, n_features)
     if 64 * indices.shape[0] < n_features:
-        return np.searchsorted(columns, indices)
+        return columns, np.searchsorted(columns, indices)
     position = np.empty(n_features, dtype=np.int64)
     position[columns] = np.arange(columns.shape[0], dtype=np.int64)
-    return position[indices]
+    return columns, position[indices]
 
 
 def take_columns(array, columns):
@@ -512,10 +515,10 @@ class BaseOnlineLinearModel(BaseEstimator):
         of X's own columns are computed: the same products in the same order
         as with the whole coef_, so the same scores, bit for bit."""
         if 2 * X.nnz < X.shape[1]:
-            columns = touched_columns(X.indices, X.shape[1])
+            columns, positions = column_positions(X)
             weights = self._coef_at(columns)
-            scores = csr_scores(X.data, column_positions(columns, X.indices, X.shape[1]),
-                                X.indptr, np.ascontiguousarray(np.atleast_2d(weights)))
+            scores = csr_scores(X.data, positions, X.indptr,
+                                np.ascontiguousarray(np.atleast_2d(weights)))
             return scores if weights.ndim == 2 else scores[:, 0]
         return safe_sparse_dot(X, self.coef_.T, dense_output=True)
 

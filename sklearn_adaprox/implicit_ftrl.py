@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import (STOP_PER_PROBLEM_DOC, BaseOnlineLinearClassifier, BaseOnlineLinearRegressor,
                     column_positions)
-from ._dataset import gradient_bound, row_moments, touched_columns
+from ._dataset import gradient_bound, row_moments
 from ._implicit_ftrl_fast import ImplicitFTRLProblem, run_epoch
 from ._loss import make_loss
 from ._short_calls import ImplicitFTRLPath, short_partial_fit, short_scores
@@ -133,9 +133,8 @@ class _ImplicitFTRLMixin:
         # in those columns instead of theta's whole width (below)
         if not sp.issparse(X):
             return X
-        columns = touched_columns(X.indices, X.shape[1])
-        positions = column_positions(columns, X.indices, X.shape[1]).astype(X.indices.dtype)
-        renumbered = sp.csr_matrix((X.data, positions, X.indptr),
+        columns, positions = column_positions(X)
+        renumbered = sp.csr_matrix((X.data, positions.astype(X.indices.dtype), X.indptr),
                                    shape=(X.shape[0], columns.shape[0]), copy=False)
         return columns, renumbered
 
