@@ -509,10 +509,11 @@ cdef class PairwiseAUCProblem:
 
         The case without projection and averaging (P stays 1) is written
         out here, small enough for the compiler to inline into the row
-        loops; it takes the same operations as ``catch_up_general``."""
+        loops: the weight weight_at reads, and the momentum's decay; it
+        takes the same operations as ``catch_up_general``."""
         cdef int64_t offset = self.stamp[j]
         cdef int64_t n = k - self.first_step - offset
-        cdef double m, b, m_new
+        cdef double m
         if n == 0:
             return
         if self.project or self.average:
@@ -520,20 +521,15 @@ cdef class PairwiseAUCProblem:
             return
         m = self.momentum[j]
         if m != 0.0:
-            if n <= self.window:
-                b = self.live_b(self.first_step + offset, 1.0)
-                m_new = m * self.theta_pow[n]
-            else:
-                b = self.archived_b[offset]
-                m_new = 0.0
-            self.coef[j] -= self.coord_step(j) * m * b
-            self.momentum[j] = m_new
+            self.coef[j] = self.weight_at(j, k)
+            # below double resolution past the window
+            self.momentum[j] = m * self.theta_pow[n] if n <= self.window else 0.0
         self.set_stamp(j, offset, k - self.first_step)
 
     cdef inline double weight_at(self, Py_ssize_t j, int64_t k) noexcept nogil:
-        """w_j at the start of step k, by catch_up's arithmetic without its
-        stores (no projection or averaging): a step without a pair reads its
-        row's weights and moves none of them."""
+        """w_j at the start of step k in closed form, without storing it (no
+        projection or averaging): what a step without a gradient reads, and
+        what catch_up stores."""
         cdef int64_t offset = self.stamp[j]
         cdef int64_t n = k - self.first_step - offset
         cdef double m = self.momentum[j], b
