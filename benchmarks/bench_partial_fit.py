@@ -13,7 +13,8 @@ does not depend on the width shows as a per-row time that stays flat from
 2**16 to 2**24 columns.  Every chunk here is at most 1,024 plain CSR rows,
 so ``AdaGradClassifier``'s calls take its short path (``_short_calls``).
 ``PairwiseAUCClassifier`` (defaults) is timed the same way beside its SGD
-twin, ``SGDClassifier(loss="log_loss")``, and so are the implicit FTRL
+twin, ``SGDClassifier(loss="log_loss")`` (its calls take a short path of
+their own: its weights move by their momentum alone), and so are the implicit FTRL
 estimators (defaults): ``ImplicitFTRLClassifier`` (hinge) beside
 ``SGDClassifier``, ``ImplicitFTRLRegressor`` (squared error, the labels as
 targets) beside ``SGDRegressor``; their calls take the short path too once
@@ -22,7 +23,7 @@ the first call has fixed G.  ``AdaGradClassifier(multi_class="multinomial")``
 cost what its rows cost too; its calls take a short path of their own.
 
 A second table scores one row at a time: ``decision_function`` of each
-model (the multinomial one included) on a one-row CSR matrix against the plain products a user could
+model (the multinomial and pairwise AUC ones included) on a one-row CSR matrix against the plain products a user could
 write instead (scipy's ``row @ w`` and NumPy's ``data @ w[indices]``) and
 river's ``predict_proba_one``.
 
@@ -106,7 +107,7 @@ def main():
     RESULTS.table("score_one", "Scoring one row: microseconds per call, by width",
                   ["width", "AdaGradClassifier", "SGDClassifier", "scipy row @ w",
                    "numpy data @ w[indices]", "river predict_proba_one",
-                   "ImplicitFTRLClassifier", "AdaGrad multinomial"],
+                   "ImplicitFTRLClassifier", "AdaGrad multinomial", "PairwiseAUCClassifier"],
                   notes="decision_function on a one-row CSR matrix of a fitted model; the "
                   "plain products use a weight vector of the width.")
     try:
@@ -172,11 +173,12 @@ def main():
                  per_call(model.predict_proba_one, dicts[1000:2000], args.budget)
                  if river_linear is not None else np.nan,
                  per_call(ftrl.decision_function, rows, args.budget),
-                 per_call(multinomial.decision_function, rows, args.budget)]
+                 per_call(multinomial.decision_function, rows, args.budget),
+                 per_call(pairwise.decision_function, rows, args.budget)]
         print(f"2^{int(np.log2(width)):<4d} score one row: ours {costs[0]:.1f}, SGD "
               f"{costs[1]:.1f}, row @ w {costs[2]:.1f}, data @ w[indices] {costs[3]:.1f}, "
               f"river {costs[4]:.1f}, implicit FTRL {costs[5]:.1f}, multinomial "
-              f"{costs[6]:.1f} us", flush=True)
+              f"{costs[6]:.1f}, pairwise AUC {costs[7]:.1f} us", flush=True)
         RESULTS.row("score_one", f"2^{int(np.log2(width))}", *costs)
     RESULTS.write(args.json)
 

@@ -216,6 +216,52 @@ def sorted_distinct(values):
     return out
 
 
+def sorted_union(const int64_t[::1] a, const int64_t[::1] b):
+    """The sorted union of two sorted arrays of distinct int64 values, by
+    one merge: O(len(a) + len(b)).  (Inserting b's new values into a with
+    numpy took some 60 microseconds a one-row ``partial_fit`` of
+    ``PairwiseAUCClassifier`` for a of 4,000 columns and b of 30.)"""
+    cdef Py_ssize_t i = 0, j = 0, n = 0, len_a = a.shape[0], len_b = b.shape[0]
+    union = np.empty(len_a + len_b, dtype=np.int64)
+    cdef int64_t[::1] out = union
+    with nogil:
+        while i < len_a and j < len_b:
+            if a[i] < b[j]:
+                out[n] = a[i]
+                i += 1
+            elif b[j] < a[i]:
+                out[n] = b[j]
+                j += 1
+            else:
+                out[n] = a[i]
+                i += 1
+                j += 1
+            n += 1
+        while i < len_a:
+            out[n] = a[i]
+            i += 1
+            n += 1
+        while j < len_b:
+            out[n] = b[j]
+            j += 1
+            n += 1
+    return union[:n]
+
+
+def rows_learnable(const floating[::1] X_data,
+                   const index_t[::1] X_indices,
+                   const index_t[::1] X_indptr,
+                   bint is_dense,
+                   Py_ssize_t n_features,
+                   Py_ssize_t n_rows,
+                   double largest_factor,
+                   double limit):
+    """``learnable_rows`` for a short path whose kernel takes its rows
+    through Python (``_short_calls.PairwiseAUCPath``)."""
+    return learnable_rows(X_data, X_indices, X_indptr, is_dense, n_features, n_rows,
+                          largest_factor, limit)
+
+
 # Whether the passes over wide states ask for the next row's entries a row
 # ahead (prefetch_entries), in every kernel.  A hint: the results are the
 # same.

@@ -84,6 +84,7 @@ those of non-zero momentum, which ``momentum_support`` lists at the end of
 the previous call), and that read is of those alone.
 """
 cimport cython
+cimport numpy as cnp
 import numpy as np
 
 from cython cimport floating
@@ -97,10 +98,12 @@ cdef extern from "_simd.h" nogil:
 cdef enum:
     PREFETCH_AHEAD = 16
 
-from ._dataset cimport (RowPass, check_pass_input, index_t, longest_row, row_pass,
-                        step_row)
+from ._dataset cimport (RowPass, check_pass_input, float64_values, index_t, longest_row,
+                        plain_rows_largest, row_pass, step_row)
 from ._loss cimport Loss
 from ._step_maps cimport STEP_MAP, compose_range, set_step_map
+
+cnp.import_array()
 
 # The sums over a step's union, gathered in a local struct that the
 # compiler keeps in registers: as fields of the problem they went back to
@@ -285,6 +288,7 @@ cdef class PairwiseAUCProblem:
     cdef int64_t[::1] stamp_block_slot
     cdef double[::1] stamp_theta_inv
     cdef double[::1] archived_b     # B of the expired stamps (index s - first_step)
+    cdef double[::1] final_b        # finalize's B(s, k) of every stamp (index s - first_step)
     cdef double[::1] archived_scale_mant  # P when the stamp expired
     cdef int64_t[::1] archived_scale_exp
     # capacities of the call's workspaces: steps, and non-zeros of one row
@@ -307,6 +311,11 @@ cdef class PairwiseAUCProblem:
     cdef double[:, ::1] step_maps
     cdef Py_ssize_t n_leaves
     cdef const int64_t[::1] moving  # see finalize; None: any coordinate
+    # a short call's (see __init__): the caller's coef_, written by finalize
+    # in the moving coordinates, and what they held before the call
+    cdef bint keeps_moving
+    cdef double[::1] coef_out
+    cdef double[:, ::1] saved
 
     def __init__(self, *, Loss loss, str algorithm, str adaptive, double eta,
                  double theta, radius,
@@ -318,7 +327,7 @@ cdef class PairwiseAUCProblem:
                  Py_ssize_t n_rows, Py_ssize_t max_row_nnz,
                  PairwiseWorkspace workspace not None,
                  double[::1] coef_sum=None, int64_t n_averaged=0,
-                 const int64_t[::1] moving=None):
+                 const int64_t[::1] moving=None, double[::1] coef_out=None):
         cdef Py_ssize_t d = coef.shape[0], q, m, cap, table, n_floats, n_ints
         cdef double[::1] floats
         cdef int64_t[::1] ints
@@ -377,7 +386,7 @@ cdef class PairwiseAUCProblem:
         table = 8
         while table < 4 * max(max_row_nnz, partner_indices.shape[0]):
             table *= 2
-        n_floats = 5 * m + self.block_slots + 2 * cap
+        n_floats = 6 * m + self.block_slots + 2 * cap
         n_ints = 3 * m + 2 * cap + 2 * table + 2 * cap
         floats = workspace.floats(n_floats)
         ints = workspace.ints(n_ints)
@@ -395,6 +404,7 @@ cdef class PairwiseAUCProblem:
         q = 5 * m + self.block_slots
         self.partner_values = floats[q:q + cap]
         self.union_diff = floats[q + cap:q + 2 * cap]
+        self.final_b = floats[q + 2 * cap:q + 2 * cap + m]
         self.step_scale_exp = ints[:m]
         self.stamp_block_slot = ints[m:2 * m]
         self.archived_scale_exp = ints[2 * m:3 * m]
@@ -428,6 +438,46 @@ cdef class PairwiseAUCProblem:
             self.n_leaves = max(n_rows, 1)
             self.step_maps = np.tile(np.array([1.0, 0.0, 1.0, 0.0, 0.0]),
                                      (2 * self.n_leaves, 1))
+        if coef_out is not None:
+            if self.moving is None or coef_out.shape[0] != d:
+                raise ValueError("coef_out needs the moving coordinates and one entry "
+                                 "per feature")
+            self.save_moving(coef_out)
+
+    cdef void save_moving(self, double[::1] coef_out):
+        """A short call (``_short_calls.PairwiseAUCPath``): keep the
+        entries of the moving coordinates in the weights, the momentum, the
+        accumulators and ``coef_out`` (the estimator's coef_, which finalize
+        then writes there), for ``restore_moving``.  One read of each, a few
+        coordinates ahead of their use: they are scattered over n_features,
+        and these misses are the ones the call's later reads then hit."""
+        cdef Py_ssize_t q, j, n_moving = self.moving.shape[0]
+        self.keeps_moving = True
+        self.coef_out = coef_out
+        self.saved = np.empty((4, n_moving), dtype=np.float64)
+        for q in range(n_moving):
+            if q + PREFETCH_AHEAD < n_moving:
+                j = self.moving[q + PREFETCH_AHEAD]
+                self.prefetch(j, True)
+                prefetch_stream(&coef_out[j], 1)
+            j = self.moving[q]
+            self.saved[0, q] = self.coef[j]
+            self.saved[1, q] = self.momentum[j]
+            self.saved[2, q] = self.sum_sq_gradient[j]
+            self.saved[3, q] = coef_out[j]
+
+    def restore_moving(self):
+        """Put back what ``save_moving`` kept (after a pass that left a
+        value that is not finite, or was interrupted)."""
+        cdef Py_ssize_t q, j
+        if not self.keeps_moving:
+            return
+        for q in range(self.moving.shape[0]):
+            j = self.moving[q]
+            self.coef[j] = self.saved[0, q]
+            self.momentum[j] = self.saved[1, q]
+            self.sum_sq_gradient[j] = self.saved[2, q]
+            self.coef_out[j] = self.saved[3, q]
 
     # -- the lazy representation -------------------------------------------
 
@@ -645,20 +695,54 @@ cdef class PairwiseAUCProblem:
         only a read of the two arrays is O(n_features).  Given ``moving``
         (no projection or averaging), only those coordinates are read: the
         caller vouches that every other one has zero momentum and is in no
-        row of the call, so that it does not move."""
+        row of the call, so that it does not move; with ``coef_out`` (see
+        ``save_moving``) their weights are written there too."""
         cdef Py_ssize_t j, q
         cdef int64_t k = self.t + 1
+        cdef int64_t now = k - self.first_step
         cdef double* w = &self.coef[0]
         cdef double* mom = &self.momentum[0]
-        if self.moving is not None:
-            for q in range(self.moving.shape[0]):
-                j = self.moving[q]
+        cdef Py_ssize_t n_moving
+        cdef bint write_out = self.keeps_moving
+        if self.project or self.average:
+            for j in range(self.coef.shape[0]):
                 if w[j] != 0.0 or mom[j] != 0.0:
                     self.catch_up(j, k)
             return
+        # weight_at's B depends on the stamp alone: once per stamp, here
+        for q in range(now):
+            self.final_b[q] = (self.live_b(self.first_step + q, 1.0)
+                               if now - q <= self.window else self.archived_b[q])
+        if self.moving is not None:
+            # scattered over n_features: ask for the entries a few
+            # coordinates ahead, so that their cache misses overlap
+            n_moving = self.moving.shape[0]
+            for q in range(n_moving):
+                if q + PREFETCH_AHEAD < n_moving:
+                    self.prefetch(self.moving[q + PREFETCH_AHEAD], False)
+                j = self.moving[q]
+                if w[j] != 0.0 or mom[j] != 0.0:
+                    self.catch_up_to_end(j, now)
+                if write_out:
+                    self.coef_out[j] = w[j]
+            return
         for j in range(self.coef.shape[0]):
             if w[j] != 0.0 or mom[j] != 0.0:
-                self.catch_up(j, k)
+                self.catch_up_to_end(j, now)
+
+    cdef inline void catch_up_to_end(self, Py_ssize_t j, int64_t now) noexcept nogil:
+        """``catch_up`` (no projection or averaging) to the call's end,
+        offset ``now``, with B from finalize's table: the same operations."""
+        cdef int64_t offset = self.stamp[j]
+        cdef int64_t n = now - offset
+        cdef double m
+        if n == 0:
+            return
+        m = self.momentum[j]
+        if m != 0.0:
+            self.coef[j] = self.coef[j] - self.coord_step(j) * m * self.final_b[offset]
+            self.momentum[j] = m * self.theta_pow[n] if n <= self.window else 0.0
+        self.set_stamp(j, offset, now)
 
     # -- the steps of one sample k, in the order run_epoch takes them -------
 
@@ -1115,3 +1199,28 @@ def run_epoch(PairwiseAUCProblem problem,
     support = problem.momentum_support()
     problem.release_workspace()
     return sum_loss, sum_weight, last, nonfinite, support
+
+
+def csr_row_scores(const double[:, ::1] coef, intercept,
+                   const floating[::1] X_data, const index_t[::1] X_indices,
+                   const index_t[::1] X_indptr, Py_ssize_t n_rows):
+    """``scores[i, 0] = <coef[0], x_i> + intercept[0]`` for ``n_rows`` plain
+    CSR rows (``_dataset.plain_rows_largest``; else None), summed from 0 in
+    each row's order, then the intercept added, as the general path's
+    product (scipy's) sums them: the same numbers, bit for bit.  A short
+    call's scores (``_short_calls.PairwiseAUCPath``)."""
+    cdef Py_ssize_t i, q
+    cdef const double* b = float64_values(intercept, 1, False)  # read in place
+    cdef double total
+    if coef.shape[0] != 1 or plain_rows_largest(X_data, X_indices, X_indptr, False,
+                                                coef.shape[1], n_rows) < 0.0:
+        return None
+    cdef cnp.ndarray scores = np.empty((n_rows, 1))
+    cdef double* out = <double*> cnp.PyArray_DATA(scores)
+    with nogil:
+        for i in range(n_rows):
+            total = 0.0
+            for q in range(X_indptr[i], X_indptr[i + 1]):
+                total = total + X_data[q] * coef[0, X_indices[q]]
+            out[i] = total + b[0]
+    return scores

@@ -1,6 +1,6 @@
 # cython: boundscheck=True, wraparound=True, cdivision=False
 """The short path of calls on a few rows: ``AdaGradClassifier`` (element-wise
-and multinomial) and the implicit FTRL estimators.
+and multinomial), the implicit FTRL estimators and ``PairwiseAUCClassifier``.
 
 A stream that learns or scores one row at a time pays, per call, for the
 general validation and the transaction of ``BaseOnlineLinearModel``:
@@ -32,8 +32,9 @@ general path gives:
   were built for.
 
 ``_ShortPath`` checks the rows and the labels; a subclass per kernel
-(``AdaGradPath``, ``MultinomialPath``, ``ImplicitFTRLPath``, named by the
-estimator's ``_short_path_type``) builds the Problems and makes the passes.
+(``AdaGradPath``, ``MultinomialPath``, ``ImplicitFTRLPath``,
+``PairwiseAUCPath``, named by the estimator's ``_short_path_type``) builds
+the Problems and makes the passes.
 """
 import math
 import operator
@@ -45,9 +46,9 @@ from joblib import effective_n_jobs
 from sklearn.base import is_classifier
 from sklearn.utils.class_weight import compute_class_weight
 
-from . import _adagrad_fast, _adagrad_multinomial_fast, _implicit_ftrl_fast
+from . import _adagrad_fast, _adagrad_multinomial_fast, _implicit_ftrl_fast, _pairwise_auc_fast
 from ._base import SCALE_LIMIT, all_finite, check_class_weight, new_state_version
-from ._dataset import dense_row_indices
+from ._dataset import dense_row_indices, rows_learnable, touched_columns
 
 # Chunks up to this many rows take the short path; a larger chunk's own work
 # dwarfs the general path's fixed cost, and its problems may run in threads.
@@ -518,6 +519,119 @@ class ImplicitFTRLPath(_ShortPath):
         scores = kernels[1](self.problem_theta, state["lambda_"], state["intercept_"],
                             data, indices, indptr, X.shape[0])
         return scores if scores is None or self.theta.ndim == 2 else scores[:, 0]
+
+
+class PairwiseAUCPath(_ShortPath):
+    """``PairwiseAUCClassifier`` while its weights move by their momentum
+    alone (``_moves_by_momentum_only``: no projection, no averaging) and
+    ``eta_`` is resolved: the kernel's pass (``_pairwise_auc_fast.run_epoch``)
+    updates the arrays in place in the columns the call can change
+    (``_changeable_columns``: the rows', the partner's and those of non-zero
+    momentum, some J rows' worth), whose entries are saved before it and put
+    back if it leaves a value that is not finite.  Rows are scored with the
+    stored ``coef_`` (``_pairwise_auc_fast.csr_row_scores``)."""
+
+    kernels = _specialised(rows_learnable, _pairwise_auc_fast.run_epoch,
+                           _pairwise_auc_fast.csr_row_scores)
+    problems = ()  # one problem, never run in threads (short_partial_fit)
+    # updated in place: the first three by the pass, coef_ after it
+    array_names = ("iterate_", "momentum_", "sum_sq_gradient_", "coef_")
+    # what a call replaces (_pass_results: new arrays and values), and its own
+    scalars = ("t_", "n_iter_", "_state_version", "score_stats_", "total_sq_gradient_",
+               "averaged_steps_", "pair_weight_", "ordered_pair_weight_", "progressive_auc_",
+               "intercept_", "last_sample_indices_", "last_sample_values_",
+               "last_sample_label_", "last_sample_weight_")
+    get_scalars = operator.itemgetter(*scalars)
+
+    @classmethod
+    def takes(cls, est):
+        state = est.__dict__
+        if not all(name in state for name in cls.array_names + cls.scalars + ("eta_",)):
+            return False
+        eta = state["eta_"]
+        if (not isinstance(eta, np.ndarray) or eta.shape != (1,)
+                or not math.isfinite(eta[0])  # "auto" unresolved: the general path resolves it
+                or (not isinstance(est.eta, str) and float(est.eta) != eta[0])
+                or est.loss == "logistic" or est.n_jobs != "deprecated"):  # their warnings
+            return False
+        # parameters set since the last general call are validated as it would
+        est._validate_params()
+        return est._moves_by_momentum_only() and _writable_arrays(state, cls.array_names)
+
+    def __init__(self, est, params):
+        super().__init__(est, params)
+        state = est.__dict__
+        self.arrays = tuple(state[name] for name in self.array_names) + (state["eta_"],)
+
+    def owns(self, state):
+        return all(map(operator.is_, map(state.get, self.array_names + ("eta_",)), self.arrays))
+
+    def learn(self, est, rows, targets, sample_weight, largest_factor, order):
+        data, indices, indptr, is_dense, kernels = rows
+        n_features = self.n_features
+        if not kernels[0](data, indices, indptr, is_dense, n_features, order.shape[0],
+                          largest_factor, SCALE_LIMIT):
+            return False  # rows not plain: the general path names the fault
+        state = est.__dict__
+        # the columns the pass can change (all of them for dense rows); a
+        # plain row's are sorted and distinct already
+        moving = None if is_dense else est._changeable_columns(
+            indices.astype(np.int64) if order.shape[0] == 1
+            else touched_columns(indices, n_features))
+        arrays = [array[0] for array in self.arrays[:4]]  # rows of 1-D views
+        old = self.get_scalars(state)
+        curve = state["loss_curve_"]
+        n_points = len(curve)
+        score_stats = np.array(state["score_stats_"])  # the pass writes it
+        learnt = problem = saved = None
+        try:
+            with est._lent_workspace() as workspace:
+                # the problem keeps the entries of the moving columns (and
+                # writes coef_ there); for dense rows, every entry is kept here
+                problem = est._pass_problem((data, indices, indptr, is_dense, n_features),
+                                            order.shape[0], score_stats, moving, workspace,
+                                            coef_out=None if is_dense else arrays[3])
+                if is_dense:
+                    saved = [array.copy() for array in arrays]
+                learnt = kernels[1](problem, data, indices, indptr, is_dense, n_features,
+                                    targets[0], sample_weight, order)
+            sum_loss, sum_weight, last, nonfinite, support = learnt
+            results = est._pass_results(problem, last, score_stats)
+            if nonfinite >= 0 or not all_finite(np.concatenate(
+                    [score_stats.ravel(), results["total_sq_gradient_"],
+                     results["intercept_"]])):
+                self._put_back(problem, arrays, saved)
+                return False  # the general path raises its error
+            curve.append(sum_loss / sum_weight if sum_weight > 0 else np.nan)
+            state.update(results)
+            state.update(t_=old[0] + int(np.count_nonzero(sample_weight)), n_iter_=1,
+                         _state_version=new_state_version(), score_stats_=score_stats)
+            if is_dense:
+                est._write_coef(None)
+            est._list_momentum_support(support)
+        except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
+            if problem is not None:
+                self._put_back(problem, arrays, saved)
+            del curve[n_points:]
+            state.update(zip(self.scalars, old))
+            if _unreadable(learnt, exc):
+                return False
+            raise
+        return True
+
+    def scores(self, est, X, rows):
+        data, indices, indptr, _, kernels = rows
+        state = est.__dict__
+        return kernels[2](state["coef_"], state["intercept_"], data, indices, indptr,
+                          X.shape[0])
+
+    @staticmethod
+    def _put_back(problem, arrays, saved):
+        if saved is None:
+            problem.restore_moving()
+        else:
+            for array, values in zip(arrays, saved):
+                array[:] = values
 
 
 _PARAM_GETTERS = {}

@@ -8,9 +8,10 @@ import numpy as np
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
 from ._base import BaseOnlineLinearClassifier
-from ._dataset import row_moments, sorted_distinct
+from ._dataset import row_moments, sorted_distinct, sorted_union
 from ._loss import make_pair_loss
 from ._pairwise_auc_fast import PairwiseAUCProblem, PairwiseWorkspace, run_epoch
+from ._short_calls import PairwiseAUCPath, short_partial_fit, short_scores
 
 # eta="auto" is c / s**p, s the row scale and p the power that makes the
 # model equivariant to the scale of X (see _auto_eta): the move of w is eta
@@ -42,24 +43,16 @@ _SPARE_WORKSPACE = {}
 _MOMENTUM_SUPPORT = weakref.WeakKeyDictionary()
 
 
-def _sorted_union(a, b):
-    """The sorted union of two sorted arrays of distinct int64 values: the
-    values of ``b`` not in ``a`` inserted where they belong.  O(len(a) +
-    len(b) log len(a)), where sorting the concatenation took most of the
-    call's own time outside the kernel when ``a`` is the momentum's columns
-    (some 20,000 of them a row after another on 2**20 columns) and ``b`` a
-    row's."""
-    if a.shape[0] == 0:
-        return b
-    position = np.searchsorted(a, b)
-    new = a[np.minimum(position, a.shape[0] - 1)] != b
-    new |= position == a.shape[0]
-    return np.insert(a, position[new], b[new])
-
-
 def _take_workspace(n_features):
     spare = _SPARE_WORKSPACE.pop(n_features, None)
     return spare if spare is not None else PairwiseWorkspace(n_features)
+
+
+def _keep_spare(workspace, n_features):
+    """Keep a call's workspace as the spare, if it was handed back clean."""
+    if workspace is not None and not workspace.in_use:
+        _SPARE_WORKSPACE.clear()
+        _SPARE_WORKSPACE[n_features] = workspace
 
 
 class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
@@ -385,6 +378,23 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
 
     _stop_on_mean_loss = True  # see tol
 
+    # A call on a few plain rows of a model whose weights move by their
+    # momentum alone takes the short path of _short_calls (the same model,
+    # bit for bit); any other goes through the general validation and
+    # transaction.
+    _short_path_type = PairwiseAUCPath
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        if short_partial_fit(self, X, y, classes, sample_weight):
+            return self
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+
+    partial_fit.__doc__ = BaseOnlineLinearClassifier.partial_fit.__doc__
+
+    def _scores(self, X):
+        scores = short_scores(self, X)
+        return super()._scores(X) if scores is None else scores
+
     # NaN until the first call with a non-zero weight resolves eta="auto"
     _nan_allowed_state = ("eta_",)
     # fitted values that the first call resolves from its data
@@ -423,7 +433,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         partner = partner[(partner >= 0) & (partner < d)]
         listed = _MOMENTUM_SUPPORT.get(self)
         if listed is not None and listed[0] == self.__dict__.get("_state_version"):
-            return _sorted_union(listed[1], sorted_distinct(np.concatenate([columns, partner])))
+            return sorted_union(listed[1], sorted_distinct(np.concatenate([columns, partner])))
         # a mask, not a union of sorted lists: the momentum's columns are
         # most of a narrow model's, and flatnonzero of the floats themselves
         # is six times slower than of this comparison
@@ -486,21 +496,41 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         return float(c / row_scale ** AUTO_ETA_POWER[self.algorithm])
 
     def _run_epoch(self, k, rows, y, sample_weight, order):
-        X_data, X_indices, X_indptr, is_dense, n_features = rows
         if not isinstance(self.eta, str):
             self.eta_[0] = float(self.eta)
         elif np.isnan(self.eta_[0]) and np.any(sample_weight):
             self.eta_[0] = self._auto_eta(rows, y, sample_weight)
+        problem = self._pass_problem(
+            rows, order.shape[0], self.score_stats_, self._moving_columns(),
+            self._workspace(k, lambda: _take_workspace(rows[4])))
+        sum_loss, sum_weight, last, nonfinite, support = run_epoch(
+            problem, *rows, y, sample_weight, order)
+        if nonfinite >= 0:
+            self._kernel_nonfinite = self._kernel_checked_arrays()[nonfinite]
+        if support is not None:
+            self._momentum_support = support  # for _MOMENTUM_SUPPORT
+        self.__dict__.update(self._pass_results(problem, last, self.score_stats_))
+        if self.verbose:  # the epoch's line counts coef_'s non-zeros
+            self._update_coef()
+        return sum_loss, sum_weight
+
+    def _pass_problem(self, rows, n_rows, score_stats, moving, workspace, coef_out=None):
+        """The kernel's problem for a pass over ``n_rows`` of ``rows`` from
+        the fitted state (its arrays updated in place, the score statistics
+        in ``score_stats``), with ``eta_`` resolved (or NaN: no step reads it
+        while every weight is 0) and ``moving`` as ``_moving_columns``.
+        ``coef_out``: see the kernel's ``save_moving``."""
+        X_data, X_indices, X_indptr, is_dense, n_features = rows
         if is_dense:
             max_row_nnz = n_features
         else:
             max_row_nnz = int(np.diff(X_indptr).max()) if X_indptr.shape[0] > 1 else 0
-        problem = PairwiseAUCProblem(
+        eta = self.eta_[0]
+        return PairwiseAUCProblem(
             loss=make_pair_loss(self._loss_name()),
             algorithm=self.algorithm,
             adaptive=self.adaptive,
-            # while eta_ is NaN every weight is 0: no step reads eta
-            eta=1.0 if np.isnan(self.eta_[0]) else float(self.eta_[0]),
+            eta=1.0 if np.isnan(eta) else float(eta),
             theta=float(self.theta),
             radius=self.radius,
             coef=self.iterate_[0],
@@ -508,43 +538,42 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             sum_sq_gradient=self.sum_sq_gradient_[0],
             total_sq_gradient=float(self.total_sq_gradient_[0]),
             t=int(self.t_),
-            score_stats=self.score_stats_,
+            score_stats=score_stats,
             pair_weight=float(self.pair_weight_),
             ordered_weight=float(self.ordered_pair_weight_),
             partner_indices=self.last_sample_indices_,
             partner_values=self.last_sample_values_,
             partner_label=float(self.last_sample_label_),
             partner_weight=float(self.last_sample_weight_),
-            n_rows=order.shape[0],
+            n_rows=n_rows,
             max_row_nnz=max_row_nnz,
-            workspace=self._workspace(k, lambda: _take_workspace(n_features)),
+            workspace=workspace,
             coef_sum=self.coef_sum_[0] if self.average else None,
             n_averaged=int(self.averaged_steps_),
-            moving=self._moving_columns(),
+            moving=moving,
+            coef_out=coef_out,
         )
-        sum_loss, sum_weight, last, nonfinite, support = run_epoch(
-            problem, *rows, y, sample_weight, order)
-        if nonfinite >= 0:
-            self._kernel_nonfinite = self._kernel_checked_arrays()[nonfinite]
-        if support is not None:
-            self._momentum_support = support  # for _MOMENTUM_SUPPORT
-        self.total_sq_gradient_[0] = problem.total_sq_gradient
-        self.averaged_steps_ = int(problem.n_averaged)
-        if self.verbose:  # the epoch's line counts coef_'s non-zeros
-            self._update_coef()
-        self.pair_weight_ = float(problem.pair_weight)
-        self.ordered_pair_weight_ = float(problem.ordered_weight)
-        self.progressive_auc_ = (
-            self.ordered_pair_weight_ / self.pair_weight_
-            if self.pair_weight_ > 0
-            else np.nan
-        )
+
+    def _pass_results(self, problem, last, score_stats):
+        """The fitted values a pass of ``problem`` changed other than its
+        arrays (``last``: the last row it used, or None; ``score_stats``:
+        its score statistics), as ``{name: value}``, new arrays included."""
+        pair_weight = float(problem.pair_weight)
+        ordered_weight = float(problem.ordered_weight)
+        results = {
+            "total_sq_gradient_": np.array([problem.total_sq_gradient]),
+            "averaged_steps_": int(problem.n_averaged),
+            "pair_weight_": pair_weight,
+            "ordered_pair_weight_": ordered_weight,
+            "progressive_auc_": ordered_weight / pair_weight if pair_weight > 0 else np.nan,
+            "intercept_": np.array([-self._threshold(score_stats)
+                                    if self.fit_intercept else 0.0]),
+        }
         if last is not None:
-            self.last_sample_indices_, self.last_sample_values_ = last
-            self.last_sample_label_ = float(problem.partner_label)
-            self.last_sample_weight_ = float(problem.partner_weight)
-        self.intercept_[0] = -self._threshold() if self.fit_intercept else 0.0
-        return sum_loss, sum_weight
+            results.update(last_sample_indices_=last[0], last_sample_values_=last[1],
+                           last_sample_label_=float(problem.partner_label),
+                           last_sample_weight_=float(problem.partner_weight))
+        return results
 
     @contextlib.contextmanager
     def _call_workspaces(self):
@@ -552,25 +581,38 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             try:
                 yield
             finally:
-                workspace = self.__dict__.get("_workspaces", {}).get(0)
-                width = getattr(self, "n_features_in_", None)
-                if workspace is not None and not workspace.in_use:  # clean
-                    _SPARE_WORKSPACE.clear()
-                    _SPARE_WORKSPACE[width] = workspace
+                _keep_spare(self.__dict__.get("_workspaces", {}).get(0),
+                            getattr(self, "n_features_in_", None))
+
+    @contextlib.contextmanager
+    def _lent_workspace(self):
+        """A clean workspace of the fitted width for a pass outside
+        ``_call_workspaces`` (the short path), kept for the next call."""
+        workspace = _take_workspace(self.n_features_in_)
+        try:
+            yield workspace
+        finally:
+            _keep_spare(workspace, self.n_features_in_)
 
     def _after_call(self):
         # coef_ once per call, not per epoch: no pass reads it, and on
         # 2**20 columns the copy cost an eighth of an epoch
         self._update_coef()
-        # the columns of non-zero momentum, for the next call on this state
-        support = self.__dict__.pop("_momentum_support", None)
+        self._list_momentum_support(self.__dict__.pop("_momentum_support", None))
+
+    def _list_momentum_support(self, support):
+        """Keep the columns of non-zero momentum that a pass listed (None:
+        it took no step), for the next call on this state."""
         if support is not None:
             _MOMENTUM_SUPPORT[self] = (self._state_version, support)
 
     def _update_coef(self):
+        self._write_coef(self._moving_columns())
+
+    def _write_coef(self, columns):
         """coef_ from the state: the averaged iterates, or the last one
-        (in the columns the call could change, when they are known)."""
-        columns = self._moving_columns()
+        (in ``columns``, the columns the call could change, when they are
+        known: else None)."""
         if columns is not None:  # rows of 1-D views: a third quicker than [0, columns]
             self.coef_[0][columns] = self.iterate_[0][columns]
         elif self.average and self.averaged_steps_ > 0:
@@ -583,9 +625,12 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         "log_loss")."""
         return "log_loss" if self.loss == "logistic" else self.loss
 
-    def _threshold(self):
-        """LDA threshold of the prequential score statistics (see Notes)."""
-        (w_neg, s_neg, q_neg), (w_pos, s_pos, q_pos) = self.score_stats_
+    def _threshold(self, score_stats=None):
+        """LDA threshold of the prequential score statistics (see Notes):
+        ``score_stats``, or by default the fitted ``score_stats_``."""
+        if score_stats is None:
+            score_stats = self.score_stats_
+        (w_neg, s_neg, q_neg), (w_pos, s_pos, q_pos) = score_stats
         if w_neg <= 0 or w_pos <= 0:
             return 0.0
         mu_neg, mu_pos = s_neg / w_neg, s_pos / w_pos

@@ -308,14 +308,13 @@ def test_sorted_union_is_the_sorted_distinct_union():
     """The columns a call can move are the listed momentum columns and the
     call's rows' columns, merged without a sort: the same array as sorting
     their concatenation, whatever their sizes and overlap."""
-    from sklearn_adaprox._dataset import sorted_distinct
-    from sklearn_adaprox.pairwise_auc import _sorted_union
+    from sklearn_adaprox._dataset import sorted_distinct, sorted_union
     rng = np.random.RandomState(0)
     for n_a, n_b, high in [(0, 0, 5), (0, 4, 10), (4, 0, 10), (50, 7, 60), (7, 50, 60),
                            (30, 30, 1000), (200, 3, 100_000)]:
         a = sorted_distinct(rng.randint(0, high, n_a))
         b = sorted_distinct(rng.randint(0, high, n_b))
-        merged = _sorted_union(a, b)
+        merged = sorted_union(a, b)
         assert merged.dtype == np.int64
         assert_array_equal(merged, sorted_distinct(np.concatenate([a, b])))
 
@@ -329,9 +328,9 @@ def test_the_kernel_refuses_moving_columns_out_of_order(stream, monkeypatch):
     clf = PairwiseAUCClassifier(eta=0.3, shuffle=False, tol=None)
     for i in range(10):
         clf.partial_fit(rows[i:i + 1], y[i:i + 1], classes=[-1, 1])
-    original = PairwiseAUCClassifier._moving_columns
-    monkeypatch.setattr(PairwiseAUCClassifier, "_moving_columns",
-                        lambda self: original(self)[::-1].copy())
+    original = PairwiseAUCClassifier._changeable_columns
+    monkeypatch.setattr(PairwiseAUCClassifier, "_changeable_columns",
+                        lambda self, columns: original(self, columns)[::-1].copy())
     before = pickle.dumps(clf)
     with pytest.raises(ValueError, match="do not fit one another"):
         clf.partial_fit(rows[10:11], y[10:11])

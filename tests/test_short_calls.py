@@ -1,8 +1,10 @@
-"""The short path of AdaGradClassifier's calls on a few rows (_short_calls):
+"""The short path of calls on a few rows (_short_calls: AdaGradClassifier,
+the implicit FTRL estimators and PairwiseAUCClassifier):
 the model of the general path, bit for bit, the same refusals with the same
 messages, and all or nothing."""
 import functools
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ import scipy.sparse as sp
 from numpy.testing import assert_array_equal
 
 from sklearn_adaprox import (AdaGradClassifier, ImplicitFTRLClassifier, ImplicitFTRLRegressor,
-                              _short_calls)
+                              PairwiseAUCClassifier, _short_calls)
 from sklearn_adaprox._base import BaseOnlineLinearClassifier, BaseOnlineLinearModel
 
 
@@ -51,6 +53,8 @@ def _assert_same_model(a, b):
         if isinstance(value, np.ndarray):
             assert_array_equal(value, b.__dict__[name], err_msg=name)
             assert value.dtype == b.__dict__[name].dtype
+        elif isinstance(value, list):  # NaN for a call of no opposite pair: equal
+            assert_array_equal(value, b.__dict__[name], err_msg=name)
         elif name != "_state_version":
             assert value == b.__dict__[name], name
     assert_array_equal(a.coef_, b.coef_)
@@ -665,3 +669,195 @@ def test_a_two_class_multinomial_intercept_that_overflows_goes_to_the_general_pa
         model.partial_fit(X[11:12], y[11:12])
     assert general_calls == [model]
     assert pickle.dumps(model) == before
+
+
+# ----------------------------------------------------------------------
+# PairwiseAUCClassifier: the same promises, while its weights move by their
+# momentum alone (no projection, no averaging)
+
+def _pairwise_twins(X, y, **params):
+    """Two pairwise AUC models fitted on the first rows (which resolve
+    eta="auto"): one to stream through the short path, one through the
+    general path."""
+    return [PairwiseAUCClassifier(**params).partial_fit(X[:10], y[:10], classes=[0, 1])
+            for _ in range(2)]
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"loss": "log_loss"}, {"loss": "square"}, {"adaptive": "coordinate"},
+    {"algorithm": "ogd"}, {"algorithm": "aogd_strongly_convex"}, {"theta": 0.5},
+    {"eta": 0.3, "fit_intercept": False}, {"class_weight": {0: 3.0}}])
+@pytest.mark.parametrize("dense", [False, True])
+def test_pairwise_auc_short_calls_give_the_general_path_model(params, dense, general_calls):
+    """Row by row (the partner of each step is the previous call's last
+    row) and in chunks: the same state, the intercept_ and score
+    statistics new arrays at every call, as the general path's."""
+    X, y = _stream()
+    if dense:
+        X = X.toarray()
+    quick, general = _pairwise_twins(X, y, **params)
+    del general_calls[:]
+    for rows in _chunks(X.shape[0], 10):
+        kept, value = quick.intercept_, quick.intercept_.copy()
+        quick.partial_fit(X[rows], y[rows].tolist() if rows.start % 2 else y[rows])
+        general.partial_fit(X[rows], y[rows], sample_weight=np.ones(rows.stop - rows.start))
+        assert quick.intercept_ is not kept
+        assert_array_equal(kept, value)
+    assert quick not in general_calls and general in general_calls
+    _assert_same_model(quick, general)
+    assert np.count_nonzero(quick.momentum_) > 0  # the momentum moved idle weights
+
+
+def test_pairwise_auc_short_scores_are_the_general_path_s(general_calls):
+    """decision_function on a few CSR rows: the stored coef_'s products
+    summed as scipy sums them, the intercept added, whatever the parameters
+    set since; rows the kernel cannot read are the general path's."""
+    X, y = _stream()
+    model = PairwiseAUCClassifier().partial_fit(X[:30], y[:30], classes=[0, 1])
+    model.partial_fit(X[30:31], y[30:31])  # the short path is set up
+    for rows in [*_chunks(20, 0), slice(0, 60)]:
+        short = _short_calls.short_scores(model, X[rows])
+        assert short is not None
+        assert_array_equal(short, BaseOnlineLinearModel._scores(model, X[rows]))
+    expected = model.decision_function(X[40:43])
+    model.set_params(eta=123.0, average=True)
+    assert_array_equal(model.decision_function(X[40:43]), expected)
+    nan = X[40:43].copy()
+    nan.data[0] = np.nan
+    assert _short_calls.short_scores(model, nan) is None
+    with pytest.raises(ValueError, match="NaN"):
+        model.decision_function(nan)
+
+
+@pytest.mark.parametrize("params", [{"radius": 1.0}, {"average": True}, {"verbose": 1},
+                                    {"loss": "logistic"}, {"n_jobs": 1}])
+def test_pairwise_auc_options_the_short_path_does_not_take(params, general_calls, capsys):
+    """A projection or averaging moves every weight at every step, verbose
+    output and the deprecation warnings are the general path's: those
+    calls are its own, with its model."""
+    X, y = _stream()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        model = PairwiseAUCClassifier(**params).partial_fit(X[:10], y[:10], classes=[0, 1])
+        del general_calls[:]
+        model.partial_fit(X[10:11], y[10:11])
+    assert general_calls == [model]
+
+
+def test_pairwise_auc_changed_parameters_and_a_pickle_are_followed(general_calls):
+    """Parameters set between calls (by set_params or directly), averaging
+    switched on and off (the general path's while it is on, and its sum
+    kept after), and a model pickled mid-stream and resumed."""
+    X, y = _stream()
+    quick, general = _pairwise_twins(X, y)
+    for rows in _chunks(X.shape[0], 10):
+        if rows.start == 30:
+            quick.set_params(loss="log_loss", theta=0.5)
+            general.set_params(loss="log_loss", theta=0.5)
+        if rows.start == 50:
+            quick.average = general.average = True
+        if rows.start == 70:
+            quick.average = general.average = False
+            quick = pickle.loads(pickle.dumps(quick))
+        if rows.start == 100:
+            quick.eta = general.eta = 0.05
+        quick.partial_fit(X[rows], y[rows])
+        general.partial_fit(X[rows], y[rows], sample_weight=np.ones(rows.stop - rows.start))
+    _assert_same_model(quick, general)
+
+
+def test_pairwise_auc_calls_before_eta_is_resolved_take_the_general_path(general_calls):
+    """eta="auto" is resolved by the first call with a non-zero weight,
+    from its rows: until then every call is the general path's."""
+    X, y = _stream()
+    model = PairwiseAUCClassifier().partial_fit(X[:3], y[:3], classes=[0, 1],
+                                                sample_weight=np.zeros(3))
+    del general_calls[:]
+    model.partial_fit(X[3:4], y[3:4])
+    assert general_calls == [model] and np.isfinite(model.eta_[0])
+    model.partial_fit(X[4:5], y[4:5])
+    assert general_calls == [model]
+
+
+@pytest.mark.parametrize("case", list(_bad_calls(*_stream())))
+def test_pairwise_auc_what_the_short_path_declines_gets_the_general_message(case):
+    X, y = _stream()
+    model = PairwiseAUCClassifier().partial_fit(X[:10], y[:10], classes=[0, 1])
+    model.partial_fit(X[10:11], y[10:11])  # the short path is set up
+    before = pickle.dumps(model)
+    rows, labels, kwargs, message = _bad_calls(X, y)[case]
+    with pytest.raises(ValueError, match=message):
+        model.partial_fit(rows, labels, **kwargs)
+    assert pickle.dumps(model) == before
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered", "ignore:invalid value encountered")
+def test_pairwise_auc_a_short_call_that_overflows_raises_and_changes_nothing(general_calls):
+    """A step size so large that a pass makes the weights infinite: the
+    short path puts back the entries it kept and hands the call to the
+    general path, which raises."""
+    X, y = _stream()
+    model = PairwiseAUCClassifier(eta=1e100).partial_fit(X[:10], y[:10], classes=[0, 1])
+    _assert_overflow_raises_and_changes_nothing(
+        model, ((X[i:i + 1] * 1e100, y[i:i + 1]) for i in range(10, 60)), general_calls)
+
+
+def test_pairwise_auc_an_interrupted_short_call_changes_nothing(monkeypatch):
+    """An interruption once the compiled pass is made takes it back."""
+    X, y = _stream()
+    model = PairwiseAUCClassifier().partial_fit(X[:10], y[:10], classes=[0, 1])
+    model.partial_fit(X[10:11], y[10:11])
+    before = pickle.dumps(model)
+    table = _short_calls.PairwiseAUCPath.kernels
+    key = (np.dtype(np.float64), np.dtype(np.int32))
+    kernels = table[key]
+    calls = []
+
+    def interrupted_after_the_pass(*args):
+        calls.append(kernels[1](*args))
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(table, key, (kernels[0], interrupted_after_the_pass))
+    with pytest.raises(KeyboardInterrupt):
+        model.partial_fit(X[11:13], y[11:13])
+    assert len(calls) == 1 and calls[0][4] is not None  # the pass took steps
+    assert pickle.dumps(model) == before
+    monkeypatch.setitem(table, key, kernels)
+    twin = pickle.loads(before)
+    model.partial_fit(X[11:13], y[11:13])
+    twin.partial_fit(X[11:13], y[11:13], sample_weight=np.ones(2))
+    _assert_same_model(model, twin)
+
+
+_ROW_DAMAGES = {**_DAMAGES,  # of the rows of a 2-D array
+                "strided": lambda a: np.repeat(a, 2, axis=-1)[..., ::2]}
+
+
+@pytest.mark.parametrize("name", ["iterate_", "momentum_", "score_stats_",
+                                  "last_sample_values_"])
+@pytest.mark.parametrize("damage", list(_ROW_DAMAGES))
+def test_pairwise_auc_a_damaged_state_array_gets_the_general_path_outcome(name, damage,
+                                                                          general_calls):
+    """A state array a user replaced by one of another type, byte order or
+    layout: the short path leaves what its kernel cannot read to the
+    general path (having changed nothing), which makes the call or raises
+    its error; the short path's own copy of the score statistics reads a
+    strided one as the general path's copy does."""
+    X, y = _stream()
+    model = PairwiseAUCClassifier().partial_fit(X[:10], y[:10], classes=[0, 1])
+    model.partial_fit(X[10:11], y[10:11])
+    twin = pickle.loads(pickle.dumps(model))
+    for est in (model, twin):
+        setattr(est, name, _ROW_DAMAGES[damage](getattr(est, name)))
+    del general_calls[:]
+    errors = []
+    for est, weights in ((model, None), (twin, [1.0])):
+        try:
+            est.partial_fit(X[11:12], y[11:12], sample_weight=weights)
+            errors.append(None)
+        except ValueError as exc:
+            errors.append(str(exc))
+    taken_short = (name, damage) == ("score_stats_", "strided")
+    assert general_calls == ([twin] if taken_short else [model, twin])
+    assert errors[0] == errors[1]
+    _assert_same_model(model, twin)
