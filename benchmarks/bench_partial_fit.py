@@ -27,7 +27,9 @@ model (the multinomial and pairwise AUC ones included) on a one-row CSR matrix a
 write instead (scipy's ``row @ w`` and NumPy's ``data @ w[indices]``) and
 river's ``predict_proba_one``.
 
-Printed: microseconds per row, for each width and chunk size.
+Printed: microseconds per row, for each width and chunk size, beside the
+floor of a call: the product of the chunk with a weight vector (``X @ w``,
+one read of each non-zero and of its weight).
 Run: ``python benchmarks/bench_partial_fit.py [--budget 0.5] [--json PATH]``.
 """
 import argparse
@@ -101,9 +103,12 @@ def main():
                   ["width", "chunk rows", "AdaGradClassifier", "SGDClassifier",
                    "river learn_one", "SGD / ours", "PairwiseAUCClassifier",
                    "SGDClassifier(log_loss)", "ImplicitFTRLClassifier",
-                   "ImplicitFTRLRegressor", "SGDRegressor", "AdaGrad multinomial"],
+                   "ImplicitFTRLRegressor", "SGDRegressor", "AdaGrad multinomial",
+                   "floor: chunk @ w"],
                   notes=f"Text-like rows of about {NNZ} non-zeros; every model continues "
-                  "a state fitted on 1000 rows.  river has no chunks: one row per call.")
+                  "a state fitted on 1000 rows.  river has no chunks: one row per call.  "
+                  "The floor reads each non-zero and its weight once (scipy's product of "
+                  "the chunk with a weight vector of the width), a call per chunk.")
     RESULTS.table("score_one", "Scoring one row: microseconds per call, by width",
                   ["width", "AdaGradClassifier", "SGDClassifier", "scipy row @ w",
                    "numpy data @ w[indices]", "river predict_proba_one",
@@ -120,7 +125,7 @@ def main():
           f"microseconds per row, rows of about {NNZ} non-zeros\n")
     print(f"{'width':>6} {'chunk':>6} {'ours':>9} {'SGD':>9} {'river':>9} {'SGD/ours':>9} "
           f"{'pairwise':>9} {'SGD(log)':>9} {'iFTRL':>9} {'iFTRL reg':>9} {'SGDReg':>9} "
-          f"{'multinom':>9}")
+          f"{'multinom':>9} {'floor':>9}")
     for width in WIDTHS:
         X, y = text_like_rows(4000, width)
         warm_X, warm_y = X[:1000], y[:1000]
@@ -157,13 +162,15 @@ def main():
             multinomial = AdaGradClassifier(multi_class="multinomial").partial_fit(
                 warm_X, warm_y, classes=[-1, 1])
             multinomial_cost = per_row(multinomial.partial_fit, pieces, args.budget)
+            weights = np.random.RandomState(0).standard_normal(width)
+            floor_cost = per_row(lambda X_chunk, _: X_chunk @ weights, pieces, args.budget)
             print(f"2^{int(np.log2(width)):<4d} {chunk:>6d} {ours_cost:9.1f} {sgd_cost:9.1f} "
                   f"{river_cost:9.1f} {sgd_cost / ours_cost:9.2f} {pairwise_cost:9.1f} "
                   f"{sgd_log_cost:9.1f} {ftrl_cost:9.1f} {ftrl_reg_cost:9.1f} "
-                  f"{sgd_reg_cost:9.1f} {multinomial_cost:9.1f}", flush=True)
+                  f"{sgd_reg_cost:9.1f} {multinomial_cost:9.1f} {floor_cost:9.1f}", flush=True)
             RESULTS.row("per_row", f"2^{int(np.log2(width))}", chunk, ours_cost, sgd_cost,
                         river_cost, sgd_cost / ours_cost, pairwise_cost, sgd_log_cost,
-                        ftrl_cost, ftrl_reg_cost, sgd_reg_cost, multinomial_cost)
+                        ftrl_cost, ftrl_reg_cost, sgd_reg_cost, multinomial_cost, floor_cost)
         rows = [X[i:i + 1] for i in range(1000, 2000)]
         w = np.random.RandomState(0).standard_normal(width)
         costs = [per_call(ours.decision_function, rows, args.budget),
