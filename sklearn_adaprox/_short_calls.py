@@ -247,12 +247,19 @@ def _writable_arrays(state, names):
                for name in names)
 
 
-def _unreadable(learnt, exc):
-    """Whether the exception of a short call is the kernel refusing the
-    estimator's arrays (say an ``intercept_`` that a user replaced by one
-    of float32): the call then goes to the general path, which reads any
-    array.  The kernel changes nothing when it raises."""
-    return learnt is None and isinstance(exc, (ValueError, TypeError))
+def _taken_back(state, names, old, curve, n_points, learnt, exc):
+    """The rest of taking back a short call that raised ``exc`` (its arrays
+    put back): the state's ``names`` set to ``old`` again and the loss
+    curve cut to ``n_points``.  Then False, the call going to the general
+    path, which reads any array, if the exception is the kernel refusing
+    the estimator's arrays (``learnt`` None: say an ``intercept_`` that a
+    user replaced by one of float32; the kernel changes nothing when it
+    raises); else ``exc`` again."""
+    del curve[n_points:]
+    state.update(zip(names, old))
+    if learnt is None and isinstance(exc, (ValueError, TypeError)):
+        return False
+    raise exc
 
 
 class _AdaGradStatePath(_ShortPath):
@@ -348,11 +355,7 @@ class AdaGradPath(_AdaGradStatePath):
             for problem in self.problems:
                 problem.restore_columns()
             u[:], q[:] = old_u, old_q
-            del curve[n_points:]
-            state.update(zip(self.scalars, old))
-            if _unreadable(learnt, exc):
-                return False
-            raise
+            return _taken_back(state, self.scalars, old, curve, n_points, learnt, exc)
         return True
 
     def scores(self, est, X, rows):
@@ -419,11 +422,7 @@ class MultinomialPath(_AdaGradStatePath):
                                             intercept, sums, squares)))
         except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
             self.problem.restore_features()
-            del curve[n_points:]
-            state.update(zip(self.scalars, old))
-            if _unreadable(learnt, exc):
-                return False
-            raise
+            return _taken_back(state, self.scalars, old, curve, n_points, learnt, exc)
         return True
 
     def scores(self, est, X, rows):
@@ -504,11 +503,7 @@ class ImplicitFTRLPath(_ShortPath):
         except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
             for problem in self.problems:
                 problem.restore_columns()
-            del curve[n_points:]
-            state.update(zip(self.changed, old))
-            if _unreadable(learnt, exc):
-                return False
-            raise
+            return _taken_back(state, self.changed, old, curve, n_points, learnt, exc)
         return True
 
     def scores(self, est, X, rows):
@@ -612,11 +607,7 @@ class PairwiseAUCPath(_ShortPath):
         except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
             if problem is not None:
                 self._put_back(problem, arrays, saved)
-            del curve[n_points:]
-            state.update(zip(self.scalars, old))
-            if _unreadable(learnt, exc):
-                return False
-            raise
+            return _taken_back(state, self.scalars, old, curve, n_points, learnt, exc)
         return True
 
     def scores(self, est, X, rows):
