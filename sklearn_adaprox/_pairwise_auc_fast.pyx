@@ -167,6 +167,7 @@ cdef class PairwiseWorkspace:
     One pass at a time: ``run_epoch`` refuses a workspace in use (two
     threads fitting one estimator at once), which two passes would corrupt.
     """
+    cdef readonly Py_ssize_t n_features
     cdef int64_t[::1] stamp         # offset of the step a weight is current at
     cdef int64_t[::1] stamped       # the coordinates whose stamp is not 0
     cdef Py_ssize_t n_stamped
@@ -182,6 +183,7 @@ cdef class PairwiseWorkspace:
     cdef tuple tables
 
     def __init__(self, Py_ssize_t n_features):
+        self.n_features = n_features
         self.stamp = np.zeros(n_features, dtype=np.int64)
         self.stamped = np.empty(n_features, dtype=np.int64)
         self.n_stamped = 0

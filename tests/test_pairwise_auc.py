@@ -256,28 +256,28 @@ def test_a_narrow_call_moves_momentum_outside_its_row_and_takes_it_back(stream):
     assert pickle.dumps(clf) == before
 
 
-def test_a_wide_fresh_fit_finalizes_only_the_columns_of_X(monkeypatch):
-    """Without projection or averaging, a fresh fit on sparse X of fewer
-    non-zeros than columns names the columns of X to the kernel's
-    finalize, which then reads those instead of the whole width, at every
-    epoch (the kernel checks its arrays itself, so nothing else lists
-    them)."""
+@pytest.mark.parametrize("params", [{}, {"radius": 1.0}, {"average": True}])
+def test_a_wide_fresh_fit_works_on_the_columns_of_X_alone(params, monkeypatch):
+    """A fresh fit on sparse X that uses a small part of the width makes
+    every pass on a state of X's columns alone, so that its finalize and
+    the checks read those instead of the whole width, at every epoch (with
+    a projection or averaging too); coef_ has the whole width."""
     rng = np.random.RandomState(0)
     X = sp.random(60, 5000, density=0.002, format="csr", random_state=rng)
     y = rng.randint(0, 2, 60)
-    named = []
-    original = PairwiseAUCClassifier._moving_columns
+    widths = []
+    original = PairwiseAUCClassifier._pass_problem
 
-    def spy(self):
-        columns = original(self)
-        named.append(columns)
-        return columns
+    def spy(self, rows, *args, **kwargs):
+        widths.append((rows[4], self.iterate_.shape[1]))
+        return original(self, rows, *args, **kwargs)
 
-    monkeypatch.setattr(PairwiseAUCClassifier, "_moving_columns", spy)
-    PairwiseAUCClassifier(max_iter=3, tol=None, random_state=0).fit(X, y)
-    assert len(named) >= 3  # each epoch, and the coef_ of the fit
-    for columns in named:
-        assert_array_equal(columns, np.unique(X.indices))
+    monkeypatch.setattr(PairwiseAUCClassifier, "_pass_problem", spy)
+    model = PairwiseAUCClassifier(max_iter=3, tol=None, random_state=0, **params).fit(X, y)
+    n_columns = np.unique(X.indices).shape[0]
+    assert widths == [(n_columns, n_columns)] * 3
+    assert model.coef_.shape == model.iterate_.shape == (1, 5000)
+    assert set(np.flatnonzero(model.coef_[0])) <= set(X.indices)
 
 
 def test_listed_and_read_momentum_columns_give_the_same_model(stream):
@@ -586,3 +586,38 @@ def test_fit_stops_when_the_mean_loss_of_a_window_stops_improving():
     best = np.minimum.accumulate(means)
     assert np.all(means[1:-1] <= best[:-2] - tol)  # every window before the last improved
     assert not means[-1] <= best[-2] - tol
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"loss": "log_loss"}, {"radius": 0.5}, {"average": True},
+    {"adaptive": "coordinate"}, {"algorithm": "ogd"}, {"theta": 0.5}])
+def test_a_fresh_state_on_a_few_columns_learns_them_alone_with_the_same_bits(params,
+                                                                             monkeypatch):
+    """fit and a first partial_fit on sparse rows that use a small part of
+    the width run their passes on those columns alone (a compact state):
+    the model of the passes on the whole width, bit for bit, and the calls
+    that continue it (through either path) stay equal."""
+    X, y = make_sparse_zipf(n_samples=600, n_features=2**14, nnz_per_row=12, random_state=0)
+    assert 0 < 2 * np.unique(X.indices).shape[0] <= X.shape[1]
+    names = ["coef_", "iterate_", "coef_sum_", "momentum_", "sum_sq_gradient_", "intercept_",
+             "score_stats_", "last_sample_indices_", "last_sample_values_", "loss_curve_"]
+    models = {}
+    for compact in (True, False):
+        if not compact:
+            monkeypatch.setattr(PairwiseAUCClassifier, "_compact_columns",
+                                lambda self, X, first_call: None)
+        fitted = PairwiseAUCClassifier(random_state=0, max_iter=6, tol=None, **params).fit(X, y)
+        streamed = PairwiseAUCClassifier(**params).partial_fit(X[:400], y[:400],
+                                                               classes=np.unique(y))
+        for i in range(400, 420):
+            streamed.partial_fit(X[i:i + 1], y[i:i + 1])
+        streamed.partial_fit(X[420:], y[420:])
+        models[compact] = (fitted, streamed)
+    for compact_model, whole_model in zip(models[True], models[False]):
+        for name in names:
+            assert_array_equal(getattr(compact_model, name), getattr(whole_model, name),
+                               err_msg=name)
+        assert compact_model.coef_.shape == (1, X.shape[1])
+    assert np.count_nonzero(models[True][0].coef_) > 0
+    if params.get("algorithm") != "ogd":  # (OGD has no momentum)
+        assert np.count_nonzero(models[True][0].momentum_) > 0
