@@ -333,24 +333,29 @@ def test_a_later_problem_failing_takes_back_the_earlier_ones(model_type, general
     assert pickle.dumps(model) == before
 
 
-@pytest.mark.parametrize("model_type", [AdaGradClassifier, Multinomial, ImplicitFTRLClassifier])
+@pytest.mark.parametrize("model_type", [AdaGradClassifier, Multinomial, ImplicitFTRLClassifier,
+                                        PairwiseAUCClassifier])
 def test_an_interrupted_short_call_changes_nothing(model_type, monkeypatch):
     """An interruption once the compiled passes are made (they cannot be
     interrupted themselves) takes them back."""
-    X, y = _stream(n_classes=3)
-    model = model_type().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
+    n_classes = 2 if model_type is PairwiseAUCClassifier else 3  # (a binary ranker)
+    X, y = _stream(n_classes=n_classes)
+    model = model_type().partial_fit(X[:10], y[:10], classes=np.arange(n_classes))
     model.partial_fit(X[10:11], y[10:11])
     before = pickle.dumps(model)
     table = model._short_path_type.kernels
     key = (np.dtype(np.float64), np.dtype(np.int32))
     kernels = table[key]
+    # the passes' kernel (the pairwise AUC path's comes after its check of the rows)
+    passes = 1 if model_type is PairwiseAUCClassifier else 0
     calls = []
 
     def interrupted_after_the_passes(*args):
-        calls.append(kernels[0](*args))
+        calls.append(kernels[passes](*args))
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(table, key, (interrupted_after_the_passes,) + kernels[1:])
+    monkeypatch.setitem(table, key, kernels[:passes] + (interrupted_after_the_passes,)
+                        + kernels[passes + 1:])
     with pytest.raises(KeyboardInterrupt):
         model.partial_fit(X[11:13], y[11:13])
     assert len(calls) == 1 and calls[0] is not None  # the passes were made
@@ -509,6 +514,25 @@ _DAMAGES = {
 }
 
 
+def _damaged_calls(model, name, damage, X, y):
+    """``(twin, errors)``: the state array ``name`` of the model and of its
+    pickled twin replaced by ``damage`` of it, then row 11 learnt by each,
+    the model's call as a stream makes it (the short path's to try), the
+    twin's with a sample weight (the general path's); ``errors`` their
+    ValueError messages (None: the call was made)."""
+    twin = pickle.loads(pickle.dumps(model))
+    for est in (model, twin):  # (unpickling may repair an array)
+        setattr(est, name, damage(getattr(est, name)))
+    errors = []
+    for est, weights in ((model, None), (twin, [1.0])):
+        try:
+            est.partial_fit(X[11:12], y[11:12], sample_weight=weights)
+            errors.append(None)
+        except ValueError as exc:
+            errors.append(str(exc))
+    return twin, errors
+
+
 @pytest.mark.parametrize("model_type, name", [
     (AdaGradClassifier, "intercept_"), (AdaGradClassifier, "intercept_sum_gradient_"),
     (Multinomial, "class_intercept_"), (Multinomial, "intercept_sum_sq_gradient_"),
@@ -524,17 +548,8 @@ def test_a_state_array_the_kernel_cannot_read_goes_to_the_general_path(model_typ
     X, y = _stream(n_classes=3)
     model = model_type().partial_fit(X[:10], y[:10], classes=[0, 1, 2])
     model.partial_fit(X[10:11], y[10:11])
-    twin = pickle.loads(pickle.dumps(model))
-    for est in (model, twin):  # (unpickling may repair an array)
-        setattr(est, name, _DAMAGES[damage](getattr(est, name)))
     del general_calls[:]
-    errors = []
-    for est, weights in ((model, None), (twin, [1.0])):
-        try:
-            est.partial_fit(X[11:12], y[11:12], sample_weight=weights)
-            errors.append(None)
-        except ValueError as exc:
-            errors.append(str(exc))
+    twin, errors = _damaged_calls(model, name, _DAMAGES[damage], X, y)
     assert general_calls == [model, twin]
     assert errors[0] == errors[1]
     _assert_same_model(model, twin)
@@ -802,33 +817,6 @@ def test_pairwise_auc_a_short_call_that_overflows_raises_and_changes_nothing(gen
         model, ((X[i:i + 1] * 1e100, y[i:i + 1]) for i in range(10, 60)), general_calls)
 
 
-def test_pairwise_auc_an_interrupted_short_call_changes_nothing(monkeypatch):
-    """An interruption once the compiled pass is made takes it back."""
-    X, y = _stream()
-    model = PairwiseAUCClassifier().partial_fit(X[:10], y[:10], classes=[0, 1])
-    model.partial_fit(X[10:11], y[10:11])
-    before = pickle.dumps(model)
-    table = _short_calls.PairwiseAUCPath.kernels
-    key = (np.dtype(np.float64), np.dtype(np.int32))
-    kernels = table[key]
-    calls = []
-
-    def interrupted_after_the_pass(*args):
-        calls.append(kernels[1](*args))
-        raise KeyboardInterrupt
-
-    monkeypatch.setitem(table, key, (kernels[0], interrupted_after_the_pass))
-    with pytest.raises(KeyboardInterrupt):
-        model.partial_fit(X[11:13], y[11:13])
-    assert len(calls) == 1 and calls[0][4] is not None  # the pass took steps
-    assert pickle.dumps(model) == before
-    monkeypatch.setitem(table, key, kernels)
-    twin = pickle.loads(before)
-    model.partial_fit(X[11:13], y[11:13])
-    twin.partial_fit(X[11:13], y[11:13], sample_weight=np.ones(2))
-    _assert_same_model(model, twin)
-
-
 _ROW_DAMAGES = {**_DAMAGES,  # of the rows of a 2-D array
                 "strided": lambda a: np.repeat(a, 2, axis=-1)[..., ::2]}
 
@@ -846,17 +834,8 @@ def test_pairwise_auc_a_damaged_state_array_gets_the_general_path_outcome(name, 
     X, y = _stream()
     model = PairwiseAUCClassifier().partial_fit(X[:10], y[:10], classes=[0, 1])
     model.partial_fit(X[10:11], y[10:11])
-    twin = pickle.loads(pickle.dumps(model))
-    for est in (model, twin):
-        setattr(est, name, _ROW_DAMAGES[damage](getattr(est, name)))
     del general_calls[:]
-    errors = []
-    for est, weights in ((model, None), (twin, [1.0])):
-        try:
-            est.partial_fit(X[11:12], y[11:12], sample_weight=weights)
-            errors.append(None)
-        except ValueError as exc:
-            errors.append(str(exc))
+    twin, errors = _damaged_calls(model, name, _ROW_DAMAGES[damage], X, y)
     taken_short = (name, damage) == ("score_stats_", "strided")
     assert general_calls == ([twin] if taken_short else [model, twin])
     assert errors[0] == errors[1]
