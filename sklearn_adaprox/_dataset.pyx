@@ -218,9 +218,10 @@ def sorted_distinct(values):
 
 def sorted_union(const int64_t[::1] a, const int64_t[::1] b):
     """The sorted union of two sorted arrays of distinct int64 values, by
-    one merge: O(len(a) + len(b)).  (Inserting b's new values into a with
-    numpy took some 60 microseconds a one-row ``partial_fit`` of
-    ``PairwiseAUCClassifier`` for a of 4,000 columns and b of 30.)"""
+    one merge: O(len(a) + len(b)).  For a one-row ``partial_fit`` of
+    ``PairwiseAUCClassifier`` (a: the momentum's 4,000 columns, b: the
+    row's) its ``_changeable_columns`` took 59-68 microseconds when b's new
+    values were inserted into a with numpy, 22 with this merge."""
     cdef Py_ssize_t i = 0, j = 0, n = 0, len_a = a.shape[0], len_b = b.shape[0]
     union = np.empty(len_a + len_b, dtype=np.int64)
     cdef int64_t[::1] out = union
