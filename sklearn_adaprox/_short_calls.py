@@ -549,8 +549,6 @@ class PairwiseAUCPath(_ShortPath):
                 or (not isinstance(est.eta, str) and float(est.eta) != eta[0])
                 or est.loss == "logistic" or est.n_jobs != "deprecated"):  # their warnings
             return False
-        # parameters set since the last general call are validated as it would
-        est._validate_params()
         return est._moves_by_momentum_only() and _writable_arrays(state, cls.array_names)
 
     def __init__(self, est, params):
