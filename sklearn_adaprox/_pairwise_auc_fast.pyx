@@ -584,14 +584,17 @@ cdef class PairwiseAUCProblem:
         what catch_up stores."""
         cdef int64_t offset = self.stamp[j]
         cdef int64_t n = k - self.first_step - offset
-        cdef double m = self.momentum[j], b
+        cdef double m = self.momentum[j]
         if n == 0 or m == 0.0:
             return self.coef[j]
+        return self.coef[j] - self.coord_step(j) * m * self.stamp_b(offset, n)
+
+    cdef inline double stamp_b(self, int64_t offset, int64_t n) noexcept nogil:
+        """B of the stamp at ``offset`` (index s - first_step) after n >= 1
+        steps, without projection: live, or archived past the window."""
         if n <= self.window:
-            b = self.live_b(self.first_step + offset, 1.0)
-        else:
-            b = self.archived_b[offset]
-        return self.coef[j] - self.coord_step(j) * m * b
+            return self.live_b(self.first_step + offset, 1.0)
+        return self.archived_b[offset]
 
     cdef void catch_up_general(self, Py_ssize_t j, int64_t k) noexcept nogil:
         """``catch_up`` in every case: the projection's scale, an expired
@@ -713,8 +716,7 @@ cdef class PairwiseAUCProblem:
             return
         # weight_at's B depends on the stamp alone: once per stamp, here
         for q in range(now):
-            self.final_b[q] = (self.live_b(self.first_step + q, 1.0)
-                               if now - q <= self.window else self.archived_b[q])
+            self.final_b[q] = self.stamp_b(q, now - q)
         if self.moving is not None:
             # scattered over n_features: ask for the entries a few
             # coordinates ahead, so that their cache misses overlap
