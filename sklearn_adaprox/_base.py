@@ -390,6 +390,19 @@ class BaseOnlineLinearModel(BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    def _validate_continuing_params(self):
+        """The parameters' constraints, checked for a call that continues a
+        fitted state (InvalidParameterError, a ValueError).  scikit-learn's
+        ``_fit_context`` checks them for ``fit`` and a first ``partial_fit``
+        only, and ``set_params`` not at all, so a value set between two
+        calls reached the kernels unchecked: a negative ``eta`` trained on
+        in silence, an unknown ``algorithm`` failed with a KeyError midway.
+        (Also under ``skip_parameter_validation``, which ``_fit_context``
+        sets for the call itself: the check costs microseconds, and the
+        short path of ``_short_calls`` makes it only when a parameter has
+        changed.)"""
+        self._validate_params()
+
     # ------------------------------------------------------------------
     # hooks for the algorithms
     def _init_state(self, n_problems, n_features):  # pragma: no cover
@@ -1089,6 +1102,8 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
     # call succeeds)
     def _validate_input(self, X, y, sample_weight, classes, partial):
         first_call = not hasattr(self, "t_") or not (partial or self.warm_start)
+        if partial and not first_call:
+            self._validate_continuing_params()
         X = check_structure(X)
         checked = None if first_call else self._checked_continuing_input(X, y)
         if checked is None:
@@ -1357,6 +1372,8 @@ class BaseOnlineLinearRegressor(RegressorMixin, BaseOnlineLinearModel):
 
     def _validate_input(self, X, y, sample_weight, partial):
         first_call = not hasattr(self, "t_") or not (partial or self.warm_start)
+        if partial and not first_call:
+            self._validate_continuing_params()
         X, y = validate_data(
             self,
             check_structure(X),

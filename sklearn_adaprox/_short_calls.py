@@ -661,6 +661,7 @@ def _short_path(est, scoring=False):
     try:
         if not path_type.takes(est):
             return None
+        est._validate_continuing_params()  # parameters set since the last call
         if isinstance(getattr(est, "class_weight", None), dict):
             check_class_weight(est.class_weight, est.classes_)
         path = path_type(est, params)

@@ -319,6 +319,47 @@ def test_a_rejected_refit_keeps_the_fitted_model():
     assert pickle.dumps(model) == before
 
 
+# a value each estimator's constraints refuse, besides the shared ones below:
+# before the check, partial_fit after fit let these through (set_params does
+# not check, and scikit-learn's _fit_context checks fit and a first
+# partial_fit only): a negative step trained on in silence, an unknown name
+# failed midway with a KeyError
+_REFUSED_VALUES = {
+    AdaGradClassifier: {"eta": -1.0, "alpha": -1.0},
+    PairwiseAUCClassifier: {"algorithm": "nope", "theta": 5.0},
+    ImplicitFTRLClassifier: {"update": "nope"},
+    ImplicitFTRLRegressor: {"update": "nope"},
+    RDAPlusClassifier: {"alpha": -1.0, "gamma": -1.0},
+}
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=IDS)
+@pytest.mark.parametrize("path", ["short", "general"])
+def test_a_parameter_set_between_calls_is_checked(est, path, monkeypatch):
+    """A parameter set to a value its constraints refuse after the model
+    was fitted: the next partial_fit raises scikit-learn's
+    InvalidParameterError, naming it, on the short path of a row as on the
+    general one, and the model is as it was; with a valid value the call
+    learns."""
+    X, y = _data()
+    target = y.astype(float) if isinstance(est, ImplicitFTRLRegressor) else y
+    model = _fitted(est, X, y)
+    if path == "general":
+        monkeypatch.setattr(_short_calls, "SHORT_CHUNK_ROWS", 0)
+    refused = {"fit_intercept": "yes", "max_iter": 0, **_REFUSED_VALUES[type(model)]}
+    before = pickle.dumps(model)
+    for name, value in refused.items():
+        valid = model.get_params()[name]
+        model.set_params(**{name: value})
+        with pytest.raises(ValueError, match=f"The '{name}' parameter of {type(model).__name__}"):
+            model.partial_fit(X[:1], target[:1])
+        model.set_params(**{name: valid})
+        assert pickle.dumps(model) == before
+    model.set_params(max_iter=7)  # valid: the call learns
+    model.partial_fit(X[:1], target[:1])
+    assert model.n_features_in_ == X.shape[1] and pickle.dumps(model) != before
+
+
 def test_a_random_state_instance_is_rewound_on_failure():
     X, y = _data()
     rng = np.random.RandomState(7)
