@@ -414,6 +414,11 @@ cdef inline bint da_update(const floating* x, const index_t* idx, Py_ssize_t nnz
     return nonfinite != 0
 
 
+cdef inline Py_ssize_t padded_to_lanes(Py_ssize_t n) noexcept nogil:
+    """n rounded up to a multiple of four (the AVX loops' lanes)."""
+    return (n + 3) & ~(<Py_ssize_t> 3)
+
+
 cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
                              double* w, const double* acc, int64_t* last,
                              int64_t t, Hyper h, double* row, bint* nonfinite) noexcept nogil:
@@ -421,8 +426,9 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
     # (``nonfinite``: set if a weight stored is NaN or infinite).
     cdef Py_ssize_t k, j
     cdef double p = 0.0
-    cdef double* row_root = row + nnz
-    cdef double* row_idle = row + 2 * nnz
+    cdef Py_ssize_t padded = padded_to_lanes(nnz)
+    cdef double* row_root = row + padded
+    cdef double* row_idle = row + 2 * padded
     if h.l1 == 0.0 and h.l2 == 0.0:
         # nothing shrinks while idle: no catch-up, and no step to keep (a
         # change of options catches every weight up first: adagrad.py)
@@ -431,13 +437,13 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
                 continue
             p += w[idx[k]] * x[k]
         return p
-    # Three loops over the row (``row``: three scratch arrays of its length):
-    # the first only loads, so that the cache misses of a wide hashed row
-    # overlap instead of queueing behind the transcendentals of the catch-up;
-    # the second computes, the third stores and sums.  A shuffled pass over
-    # 20 newsgroups hashed to 2**20 columns (binary, 4.7M non-zeros), l2 and
-    # hinge: 180 ms with one loop and the next row prefetched, 137 ms so;
-    # without a penalty 90 -> 47 ms.
+    # Three loops over the row (``row``: three scratch arrays of its length
+    # rounded up to a multiple of four): the first only loads, so that the
+    # cache misses of a wide hashed row overlap instead of queueing behind
+    # the transcendentals of the catch-up; the second computes, the third
+    # stores and sums.  A shuffled pass over 20 newsgroups hashed to 2**20
+    # columns (binary, 4.7M non-zeros), l2 and hinge: 180 ms with one loop
+    # and the next row prefetched, 137 ms so; without a penalty 90 -> 47 ms.
     for k in range(nnz):
         j = idx[k]
         row[k] = w[j]
@@ -445,7 +451,13 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
         row_idle[k] = <double> (t - last[j])  # exact below 2**53 steps
     k = 0
     if HAVE_AVX:  # four at a time, the same numbers
-        k = md_idle_row_avx(row, row_root, row_idle, nnz, h.eta, h.delta, h.l1, h.l2)
+        # the last entries fill a group of four with lanes of no idle step,
+        # which the four-lane loop keeps as they are: an entry of the scalar
+        # form cost as much as a group of four (28 ns), and 12 % of w8a's
+        # entries were such a remainder
+        for k in range(nnz, padded):
+            row[k] = row_root[k] = row_idle[k] = 0.0
+        k = md_idle_row_avx(row, row_root, row_idle, padded, h.eta, h.delta, h.l1, h.l2)
     for k in range(k, nnz):
         row[k] = md_idle_steps(row[k], row_root[k], <int64_t> row_idle[k], h)
     for k in range(nnz):
@@ -704,8 +716,9 @@ cdef int pass_rows(AdaGradProblem problem,
         # FTRL: the weights of a row; mirror descent: three arrays of scratch
         # (kept for the next pass if long enough: a short call's Problems
         # live from call to call)
-        scratch = ((1 if h.update == FTRL_PROXIMAL else 3)
-                   * max(longest_row(X_indptr, is_dense, n_features, y.shape[0]), 1))
+        scratch = max(longest_row(X_indptr, is_dense, n_features, y.shape[0]), 1)
+        if h.update == MIRROR_DESCENT:
+            scratch = 3 * padded_to_lanes(scratch)
         if problem.row_w.shape[0] < scratch:
             problem.row_w = np.empty(scratch)
     cdef double* w = &problem.w[0]
