@@ -153,6 +153,24 @@ def test_multiclass_is_one_vs_rest(problem):
         assert_allclose(clf.lambda_[k], ref["lam"], rtol=1e-10)
 
 
+@pytest.mark.parametrize("class_weight", [None, {0: 1.0, 1: 3.0, 2: 0.5}])
+def test_one_vs_rest_problems_fix_the_scales_of_their_own_binary_fit(problem, class_weight):
+    """beta="auto" and G of each one-vs-rest problem (fixed once for all
+    of them) are those a binary fit of that problem alone fixes, and
+    nothing of the call is left in the estimator."""
+    X, _, target, sample_weight = problem
+    y = np.digitize(target, [-0.5, 1.0])  # three classes
+    clf = ImplicitFTRLClassifier(max_iter=2, tol=None, class_weight=class_weight,
+                                 random_state=0).fit(sp.csr_matrix(X), y, sample_weight)
+    assert not [name for name in vars(clf) if "shared" in name]
+    combined = sample_weight * (1.0 if class_weight is None
+                                else np.array([class_weight[c] for c in y]))
+    for k in range(3):
+        alone = ImplicitFTRLClassifier(max_iter=1, tol=None).fit(
+            sp.csr_matrix(X), np.where(y == k, 1, -1), combined)
+        assert clf.beta_[k] == alone.beta_[0] and clf.G_[k] == alone.G_[0]
+
+
 # 2. one step of the kernel, on random states --------------------------------
 def _one_step(loss_name, update, theta, theta_b, lam, row, y, h, beta=1.0):
     """theta_{t+1} (with its intercept entry) after one kernel step."""
