@@ -398,7 +398,7 @@ class BaseOnlineLinearModel(BaseEstimator):
         calls reached the kernels unchecked: a negative ``eta`` trained on
         in silence, an unknown ``algorithm`` failed with a KeyError midway.
         (Also under ``skip_parameter_validation``, which ``_fit_context``
-        sets for the call itself: the check costs microseconds, and the
+        sets for the call itself: the check costs about 0.1 ms, and the
         short path of ``_short_calls`` makes it only when a parameter has
         changed.)"""
         self._validate_params()
