@@ -619,7 +619,15 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
                                 shape=(X.shape[0], columns.shape[0]))
         super()._train(compact, targets, sample_weight, partial, first_call)
         for name, array in full.items():
-            array[0, columns] = self.__dict__[name][0]
+            values = self.__dict__[name][0]
+            # an array the passes left zero (coef_sum_ without averaging,
+            # sum_sq_gradient_ with the scalar accumulator) stays as it was
+            # made, its pages unmapped: writing zeros into them cost page
+            # faults (a one-epoch fit on hashed SMS spam, medians of 15 fits
+            # in four alternations, 16.2 -> 15.3 ms; a default fit 50.2 ->
+            # 47.4 ms).  Bits, not values: -0.0 is written.
+            if values.view(np.uint64).any():
+                array[0, columns] = values
         self.__dict__.update(full)
         self.last_sample_indices_ = columns[self.last_sample_indices_]
         listed = _MOMENTUM_SUPPORT.get(self)
