@@ -105,6 +105,7 @@ from sklearn_adaprox._dataset import as_row_arrays
 from sklearn_adaprox._loss import Log
 from sklearn_adaprox._rda_fast import RDAProblem, run_epoch, run_epoch_instrumented
 
+import bench_defaults  # part C: its splits, vectorisers and fit timing
 from _results import Results  # --json: the tables as a result file
 
 RESULTS = Results("bench_rdaplus")
@@ -599,7 +600,6 @@ TEXT_RATIOS = (0.01, 0.003, 0.001, 0.0003)
 def _timed_fit(model, X, y):
     """Seconds of ``model.fit(X, y)`` as ``bench_defaults`` times a fit
     (the least of a few, see ``fit_timed``)."""
-    import bench_defaults
     with warnings.catch_warnings():
         # scikit-learn >= 1.8 warns of LIBLINEAR's penalty="l1" (deprecated
         # for l1_ratio=1), which still selects the l1 penalty
@@ -626,7 +626,6 @@ def liblinear_one_vs_rest(X, y, X_test, y_test, alphas):
 
 def part_c(data_dir, sets, seeds):
     """Part C (see the module's docstring)."""
-    import bench_defaults  # the same splits and vectorisers
     from sklearn_adaprox import rda_plus
     print("== Part C: test accuracy (%) of the l1-logistic objective at "
           "alpha = r * alpha_max against SGD's defaults, and fit times ==\n")
