@@ -21,6 +21,11 @@ targets) beside ``SGDRegressor``; their calls take the short path too once
 the first call has fixed G.  ``AdaGradClassifier(multi_class="multinomial")``
 (two classes here) shows that its state, updated in place, makes a call
 cost what its rows cost too; its calls take a short path of their own.
+``RDAPlusClassifier(local_phase=False)`` (dual averaging with l1, log loss)
+goes through the general path: its calls cost their rows and the iterate's
+support (a call changes coef_ there alone); with the local phase (the
+default) every call after the first ``tau`` stable steps also solves the
+l1 problem on its reservoir of up to 10,000 rows.
 
 A second table scores one row at a time: ``decision_function`` of each
 model (the multinomial and pairwise AUC ones included) on a one-row CSR matrix against the plain products a user could
@@ -43,7 +48,7 @@ from sklearn.linear_model import SGDClassifier, SGDRegressor
 
 from _results import Results
 from sklearn_adaprox import (AdaGradClassifier, ImplicitFTRLClassifier, ImplicitFTRLRegressor,
-                             PairwiseAUCClassifier)
+                             PairwiseAUCClassifier, RDAPlusClassifier)
 
 RESULTS = Results("bench_partial_fit")
 
@@ -104,7 +109,7 @@ def main():
                    "river learn_one", "SGD / ours", "PairwiseAUCClassifier",
                    "SGDClassifier(log_loss)", "ImplicitFTRLClassifier",
                    "ImplicitFTRLRegressor", "SGDRegressor", "AdaGrad multinomial",
-                   "floor: chunk @ w"],
+                   "RDAPlus(local_phase=False)", "RDAPlusClassifier", "floor: chunk @ w"],
                   notes=f"Text-like rows of about {NNZ} non-zeros; every model continues "
                   "a state fitted on 1000 rows.  river has no chunks: one row per call.  "
                   "The floor reads each non-zero and its weight once (scipy's product of "
@@ -125,7 +130,7 @@ def main():
           f"microseconds per row, rows of about {NNZ} non-zeros\n")
     print(f"{'width':>6} {'chunk':>6} {'ours':>9} {'SGD':>9} {'river':>9} {'SGD/ours':>9} "
           f"{'pairwise':>9} {'SGD(log)':>9} {'iFTRL':>9} {'iFTRL reg':>9} {'SGDReg':>9} "
-          f"{'multinom':>9} {'floor':>9}")
+          f"{'multinom':>9} {'RDA+ DA':>9} {'RDA+':>9} {'floor':>9}")
     for width in WIDTHS:
         X, y = text_like_rows(4000, width)
         warm_X, warm_y = X[:1000], y[:1000]
@@ -162,15 +167,22 @@ def main():
             multinomial = AdaGradClassifier(multi_class="multinomial").partial_fit(
                 warm_X, warm_y, classes=[-1, 1])
             multinomial_cost = per_row(multinomial.partial_fit, pieces, args.budget)
+            rda_costs = []
+            for local_phase in (False, True):
+                rda = RDAPlusClassifier(local_phase=local_phase).partial_fit(
+                    warm_X, warm_y, classes=[-1, 1])
+                rda_costs.append(per_row(rda.partial_fit, pieces, args.budget))
             weights = np.random.RandomState(0).standard_normal(width)
             floor_cost = per_row(lambda X_chunk, _: X_chunk @ weights, pieces, args.budget)
             print(f"2^{int(np.log2(width)):<4d} {chunk:>6d} {ours_cost:9.1f} {sgd_cost:9.1f} "
                   f"{river_cost:9.1f} {sgd_cost / ours_cost:9.2f} {pairwise_cost:9.1f} "
                   f"{sgd_log_cost:9.1f} {ftrl_cost:9.1f} {ftrl_reg_cost:9.1f} "
-                  f"{sgd_reg_cost:9.1f} {multinomial_cost:9.1f} {floor_cost:9.1f}", flush=True)
+                  f"{sgd_reg_cost:9.1f} {multinomial_cost:9.1f} {rda_costs[0]:9.1f} "
+                  f"{rda_costs[1]:9.1f} {floor_cost:9.1f}", flush=True)
             RESULTS.row("per_row", f"2^{int(np.log2(width))}", chunk, ours_cost, sgd_cost,
                         river_cost, sgd_cost / ours_cost, pairwise_cost, sgd_log_cost,
-                        ftrl_cost, ftrl_reg_cost, sgd_reg_cost, multinomial_cost, floor_cost)
+                        ftrl_cost, ftrl_reg_cost, sgd_reg_cost, multinomial_cost,
+                        *rda_costs, floor_cost)
         rows = [X[i:i + 1] for i in range(1000, 2000)]
         w = np.random.RandomState(0).standard_normal(width)
         costs = [per_call(ours.decision_function, rows, args.budget),

@@ -86,6 +86,15 @@ def new_state_version():
     return _STATE_NAMES.getrandbits(64)
 
 
+def physical_memory():
+    """The machine's physical memory in bytes, or None where the system
+    does not say (not POSIX)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 # A model that its caller throws away if a call fails (a shard of
 # ThreadShardedTrainer, whose own state changes only once every shard has
 # succeeded) needs no rollback: in this thread, inside ``disposable()``, a
@@ -695,9 +704,8 @@ class BaseOnlineLinearModel(BaseEstimator):
         NumPy maps zeros lazily, so an X of billions of columns gets its
         state "allocated" and the process is then killed by the operating
         system when the first pass writes it; this refuses it instead."""
-        try:
-            physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (AttributeError, ValueError, OSError):  # not a POSIX system
+        physical = physical_memory()
+        if physical is None:
             return
         state = sum(value.nbytes for name, value in self.__dict__.items()
                     if name.endswith("_") and isinstance(value, np.ndarray))

@@ -203,6 +203,12 @@ class Surrogate:
         used).  Dense and CSR copies of X give the same columns, hence the
         same arithmetic."""
         def make():
+            if self._few_entries():
+                # the columns themselves, sorted: O(nnz log nnz), not a map
+                # of the width (a partial_fit chunk on 2**20 columns)
+                start, end = self.X.indptr[0], self.X.indptr[-1]
+                return np.unique(self.X.indices[start:end][self.X.data[start:end] != 0]
+                                 ).astype(np.intp)
             nonzero = np.zeros(self.n_features, dtype=bool)
             if self.sparse and self.whole:  # nothing to convert: no blocks
                 start, end = self.X.indptr[0], self.X.indptr[-1]
@@ -215,6 +221,12 @@ class Surrogate:
                         nonzero |= np.any(Xb != 0, axis=0)
             return np.flatnonzero(nonzero)
         return self.design.get("live", make)
+
+    def _few_entries(self):
+        """Whether X is a float64 CSR matrix of so few entries for its
+        width that its live columns are found (and renumbered) by sorting
+        its column indices rather than through maps of n_features."""
+        return self.sparse and self.whole and 64 * self.X.nnz < self.n_features
 
     def restrict(self, columns):
         """The design restricted to ``columns`` as a float64 matrix (CSR for
@@ -294,13 +306,18 @@ class Surrogate:
             X, live = self.X, self.live_columns()
             # a column's new index is the number of live columns before it
             # (a running count over a map of the live columns: a third of
-            # the time of a binary search per entry, and the same numbers);
-            # an explicit zero of a column that is not live lands in a live
-            # one (clipped into range): it adds 0 to that column's sum
-            is_live = np.zeros(self.n_features, dtype=np.int32)
-            is_live[live] = 1
-            before = np.cumsum(is_live, dtype=np.int64) - is_live
-            indices = np.minimum(before[X.indices], live.shape[0] - 1)
+            # the time of a binary search per entry, and the same numbers,
+            # which a binary search gives where the entries are few for the
+            # width); an explicit zero of a column that is not live lands in
+            # a live one (clipped into range): it adds 0 to that column's sum
+            if self._few_entries():
+                before = np.searchsorted(live, X.indices)
+            else:
+                is_live = np.zeros(self.n_features, dtype=np.int32)
+                is_live[live] = 1
+                before = np.cumsum(is_live, dtype=np.int64) - is_live
+                before = before[X.indices]
+            indices = np.minimum(before, live.shape[0] - 1)
             indices = indices.astype(X.indices.dtype)
             return sp.csr_matrix((X.data, indices, X.indptr),
                                  shape=(self.n_samples, live.shape[0]), copy=False)

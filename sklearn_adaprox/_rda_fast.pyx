@@ -144,18 +144,19 @@ cdef inline void sift_down(int64_t* heap, int64_t* pos, const int64_t* key,
 # so the C compiler can inline them into the inner loops
 @cython.final
 cdef class RDAProblem:
-    """State of one binary RDA problem for the length of one call.
+    """State of one binary RDA problem for the passes over its sums.
 
     Built from the estimator's fitted NumPy arrays: ``sum_grad`` is a view the
     kernel updates in place; the intercept sum, ``t`` and ``last_change`` are
     read back through the attributes.  ``switch_from`` and ``tau`` are the
     call's switching rule: a pass stops after a step ``t >= switch_from``
     once ``tau`` consecutive iterates kept one sign pattern (the defaults
-    never switch); ``switch_from`` may be moved between passes.  The sign
-    pattern and the heap are rebuilt from ``(u, t)`` here (O(d log d)) and
-    are never kept as fitted state; a pass leaves them as a rebuild would
-    (the exit steps are exact), so the passes of one call share one
-    problem as long as nothing else writes ``sum_grad``.
+    never switch); both may be set between passes.  The sign pattern and
+    the heap are rebuilt from ``(u, t)`` here (O(d log d)) and are never
+    kept as fitted state; a pass leaves them as a rebuild would (the exit
+    steps are exact), so the passes of one call, and the calls of a
+    stream, share one problem as long as nothing else writes ``sum_grad``
+    (``describes`` tells whether it still is the state of given sums).
     """
     cdef Loss loss
     cdef double gamma
@@ -168,7 +169,7 @@ cdef class RDAProblem:
     cdef int64_t[::1] key
     cdef Py_ssize_t heap_size
     cdef public int64_t switch_from
-    cdef int64_t tau
+    cdef public int64_t tau
     cdef public double intercept_sum_grad
     cdef public int64_t t
     cdef public int64_t last_change
@@ -261,6 +262,33 @@ cdef class RDAProblem:
             )
         return iterate(self.sum_grad, self.intercept_sum_grad, self.t, self.l1, self.gamma,
                        self.fit_intercept, coef)
+
+    def weights_at(self, const int64_t[::1] columns, double[::1] out):
+        """Write the iterate's weights of ``columns`` into ``out`` (the
+        same numbers as ``weights``, O(len(columns))); return the intercept."""
+        cdef Py_ssize_t q, d = self.sum_grad.shape[0]
+        if out.shape[0] != columns.shape[0]:
+            raise ValueError("out needs one entry per column.")
+        for q in range(columns.shape[0]):
+            if not 0 <= columns[q] < d:
+                raise ValueError("A column is outside the state.")
+        with nogil:
+            for q in range(columns.shape[0]):
+                out[q] = rda_weight(self.sum_grad[columns[q]], self.t, self.l1, self.gamma)
+        if not self.fit_intercept:
+            return 0.0
+        return rda_intercept(self.intercept_sum_grad, self.t, self.gamma)
+
+    def describes(self, const double[::1] sum_grad, double intercept_sum_grad, int64_t t,
+                  int64_t last_change, double l1, double gamma, bint fit_intercept):
+        """Whether this problem is the state of these sums and values (its
+        sums the very array ``sum_grad``), so that a later call may continue
+        it instead of rebuilding its pattern and heap."""
+        return (sum_grad.shape[0] == self.sum_grad.shape[0] and sum_grad.shape[0] > 0
+                and &sum_grad[0] == &self.sum_grad[0]
+                and intercept_sum_grad == self.intercept_sum_grad and t == self.t
+                and last_change == self.last_change and l1 == self.l1
+                and gamma == self.gamma and fit_intercept == self.fit_intercept)
 
     def signs(self):
         """The tracked sign pattern (a copy): -1, 0 or +1 per feature."""

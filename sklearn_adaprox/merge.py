@@ -387,6 +387,7 @@ class _RDAPlusRule(_Rule):
             w, b = target._rda_iterate(k)
             target.coef_[k] = w
             target.intercept_[k] = b if target.fit_intercept else 0.0
+        target.support_ = target.coef_ != 0
 
 
 _RULES = (

@@ -187,6 +187,7 @@ def test_rda_merge_matches_transcription(data, fit_intercept):
         assert_allclose(base.sum_gradient_[0], state["u"], rtol=0, atol=1e-10)
         assert_allclose(base.coef_[0], state["w"], rtol=0, atol=1e-10)
         assert_allclose(base.intercept_[0], state["b"], rtol=0, atol=1e-10)
+        assert_array_equal(base.support_, base.coef_ != 0)
 
 
 # ----------------------------------------------------------------------

@@ -232,6 +232,125 @@ def test_pickle_between_chunks_with_local_phase():
     assert_array_equal(straight.reservoir_data_, resumed.reservoir_data_)
 
 
+def _wide_stream(n_rows=160, width=2**20, seed=0):
+    """Sparse rows over a wide hashed-like space, labels a sparse model's."""
+    rng = np.random.RandomState(seed)
+    X = sp.random(n_rows, width, density=12 / width, format="csr", random_state=rng)
+    X.data = rng.standard_normal(X.nnz)
+    y = np.where(X @ (rng.standard_normal(width) * (rng.rand(width) < 0.01)) > 0, 1, 0)
+    return X, y
+
+
+def _public_state(est):
+    """The fitted attributes (histories without their clock column)."""
+    out = {}
+    for name, value in vars(est).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, list) and value and isinstance(value[0], np.ndarray):
+            value = [h[:, [0, 2]] if h.ndim == 2 else h for h in value]
+        out[name] = value
+    return out
+
+
+def _assert_same_state(a, b):
+    sa, sb = _public_state(a), _public_state(b)
+    assert sorted(sa) == sorted(sb)
+    for name, value in sa.items():
+        if isinstance(value, np.ndarray):
+            assert_array_equal(value, sb[name], err_msg=name)
+        elif isinstance(value, list) and value and isinstance(value[0], np.ndarray):
+            for x, z in zip(value, sb[name]):
+                assert_array_equal(x, z, err_msg=name)
+        else:
+            assert value == sb[name] or (value != value and sb[name] != sb[name]), name
+
+
+def test_partial_fit_without_local_phase_costs_the_rows_not_the_width():
+    """A continuing call without the local phase changes coef_ only in its
+    rows' columns and the last iterate's support, and continues the last
+    call's sign pattern and heap: on 2**20 columns it allocates nothing
+    of the width (numpy reports its buffers to tracemalloc; a rebuilt
+    heap alone is 25 bytes a column).  The stream is the one of calls that
+    each rebuild the kernel problem and read the support from the state,
+    bit for bit, through a change of alpha and the local phase switched on
+    and off again."""
+    import tracemalloc
+
+    from sklearn_adaprox import rda_plus
+
+    X, y = _wide_stream()
+    kept, rebuilt = (RDAPlusClassifier(local_phase=False, alpha=1e-3, tau=20,
+                                       max_reservoir=50, random_state=0)
+                     .partial_fit(X[:40], y[:40], classes=[0, 1]) for _ in range(2))
+    for i in range(40, X.shape[0]):
+        if i == 90:
+            kept.set_params(alpha=5e-4)
+            rebuilt.set_params(alpha=5e-4)
+        if i in (110, 130):
+            kept.set_params(local_phase=i == 110)
+            rebuilt.set_params(local_phase=i == 110)
+        rda_plus._STREAM_PROBLEMS.pop(rebuilt, None)
+        rebuilt.partial_fit(X[i:i + 1], y[i:i + 1])
+        if 60 <= i < 70:
+            tracemalloc.start()
+            try:
+                kept.partial_fit(X[i:i + 1], y[i:i + 1])
+                kept.predict(X[i + 1:i + 2])
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert peak < 2**20
+        else:
+            kept.partial_fit(X[i:i + 1], y[i:i + 1])
+    assert kept in rda_plus._STREAM_PROBLEMS and np.count_nonzero(kept.coef_) > 0
+    _assert_same_state(kept, rebuilt)
+    assert_array_equal(kept.support_, kept.coef_ != 0)
+
+
+def test_the_kernel_problems_are_kept_within_a_share_of_the_memory(monkeypatch):
+    """Beyond a sixteenth of the machine's memory (here: a machine of 2 MiB
+    against a model of 2**16 columns, 1.6 MB of problems), a stream
+    rebuilds its problems at every call instead of keeping them."""
+    from sklearn_adaprox import rda_plus
+
+    X, y = _wide_stream(n_rows=60, width=2**16)
+    est = RDAPlusClassifier(local_phase=False).partial_fit(X[:30], y[:30], classes=[0, 1])
+    assert est in rda_plus._STREAM_PROBLEMS
+    monkeypatch.setattr(rda_plus, "physical_memory", lambda: 2**21)
+    est.partial_fit(X[30:31], y[30:31])
+    assert est not in rda_plus._STREAM_PROBLEMS
+
+
+def test_an_interrupted_partial_fit_leaves_the_stream_as_it_was(monkeypatch):
+    """A call interrupted after its pass moved the kernel problem it
+    continued: the state is put back, and the next call (which rebuilds the
+    problem) learns what an uninterrupted twin does."""
+    X, y = _wide_stream(n_rows=80, width=2**16)
+    streams = [RDAPlusClassifier(local_phase=False, alpha=1e-3, random_state=0)
+               .partial_fit(X[:30], y[:30], classes=[0, 1]) for _ in range(2)]
+    publish = RDAPlusClassifier._publish
+    interrupt = [True]
+
+    def interrupted(self, *args):
+        if interrupt[0]:
+            interrupt[0] = False
+            raise KeyboardInterrupt
+        return publish(self, *args)
+
+    for i in range(30, 80):
+        if i == 50:
+            before = pickle.dumps(streams[0])
+            monkeypatch.setattr(RDAPlusClassifier, "_publish", interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                streams[0].partial_fit(X[i:i + 1], y[i:i + 1])
+            monkeypatch.setattr(RDAPlusClassifier, "_publish", publish)
+            assert pickle.dumps(streams[0]) == before
+        for est in streams:
+            est.partial_fit(X[i:i + 1], y[i:i + 1])
+    _assert_same_state(*streams)
+
+
 # ----------------------------------------------------------------------
 # 4. the local phase on real data, against LIBLINEAR
 def _alpha_max(X, y):
@@ -756,24 +875,30 @@ def test_csr_gram_restricted_by_position_is_the_submatrix():
         csr_gram(X.data, X.indices, X.indptr, w, 12, position[:-1])
 
 
-def test_gradient_of_the_live_columns_is_the_full_product_s():
+@pytest.mark.parametrize("empty_columns", [40, 100_000])
+def test_gradient_of_the_live_columns_is_the_full_product_s(empty_columns):
     """The local phase's gradient over the live columns (from X's indices
     renumbered over them, when most columns are empty) equals
     ``(X.T @ v)[live]`` bit for bit, with explicit zeros stored in columns
-    that are not live, the last one of the values too."""
+    that are not live, the last one of the values too; found through maps
+    of the width, or by sorting the indices when the entries are few for
+    it (a partial_fit chunk of hashed text)."""
     from sklearn_adaprox._l1_logistic import Surrogate
 
     rng = np.random.RandomState(5)
     X = sp.random(50, 30, density=0.2, format="csr", random_state=rng)
-    X = sp.hstack([X, sp.csr_matrix((50, 40))], format="csr")  # most columns empty
+    # most columns empty
+    X = sp.hstack([X, sp.csr_matrix((50, empty_columns))], format="csr")
     X.data[:5] = 0.0
     X.data[X.indices == 29] = 0.0  # the last column: stored zeros only
     X.indices[X.indptr[3]] = 29
     X.data[X.indptr[3]] = 0.0
     X.has_sorted_indices = False
-    dead = np.setdiff1d(np.arange(70), X.indices[X.data != 0])
+    dead = np.setdiff1d(np.arange(X.shape[1]), X.indices[X.data != 0])
     S = Surrogate(X, rng.choice([-1.0, 1.0], 50), np.ones(50))
     live = S.live_columns()
+    assert S._few_entries() == (empty_columns == 100_000)
+    assert_array_equal(live, np.setdiff1d(np.arange(X.shape[1]), dead))
     assert 29 not in live and dead.size
     v = rng.randn(50)
     assert_array_equal(S.rmatvec_at(v, live), (X.T @ v)[live])
