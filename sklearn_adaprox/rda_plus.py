@@ -858,8 +858,10 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             surrogate_data = (X, None, sample_weight, DesignCache())
         with lent_random_state(self.random_state) as rng:
             seed = int(rng.randint(np.iinfo(np.int32).max))
-        problems = (self._kept_problems(self.alpha_, keep=False) if partial
-                    else [None] * n_problems)
+        # (fit takes them off too: it makes its own, and renames the state)
+        problems = self._kept_problems(self.alpha_, keep=False)
+        if not partial:
+            problems = [None] * n_problems
         offset = 0.0
         if partial:
             last = [h[-1, 1] for h in self.optimality_history_ if h.shape[0]]
