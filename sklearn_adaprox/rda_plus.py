@@ -894,7 +894,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.t_ = int(self.rda_t_.max())
         columns = self.__dict__.get("_touched_columns")
         support = self.__dict__.get("support_")
-        weight_columns = None
+        weight_columns = None  # coef_'s non-zero columns, when it is the iterate
         if (partial and not self.local_phase and isinstance(columns, np.ndarray)
                 and isinstance(support, np.ndarray) and support.shape == self.coef_.shape):
             moved = self.coef_[:, columns] != 0  # coef_ moved in these columns only
@@ -902,6 +902,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             weight_columns = columns[np.any(moved, axis=0)]
         else:
             self.support_ = self.coef_ != 0
+            if partial and not self.local_phase:
+                weight_columns = np.flatnonzero(np.any(self.support_, axis=0))
         self._state_version = new_state_version()
         memory = physical_memory()
         if partial and (PROBLEM_BYTES_PER_FEATURE * self.coef_.size
