@@ -18,6 +18,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit
 from threadpoolctl import ThreadpoolController
 
+from ._dataset import touched_columns
 from ._rda_fast import csr_gram, csr_normal_product, dense_local_phase, dense_measures
 
 # Cap on the iterations of one local phase (each is one Newton or one
@@ -203,29 +204,27 @@ class Surrogate:
         used).  Dense and CSR copies of X give the same columns, hence the
         same arithmetic."""
         def make():
-            if self._few_entries():
-                # the columns themselves, sorted: O(nnz log nnz), not a map
-                # of the width (a partial_fit chunk on 2**20 columns)
-                start, end = self.X.indptr[0], self.X.indptr[-1]
-                return np.unique(self.X.indices[start:end][self.X.data[start:end] != 0]
-                                 ).astype(np.intp)
-            nonzero = np.zeros(self.n_features, dtype=bool)
             if self.sparse and self.whole:  # nothing to convert: no blocks
+                # the columns of the non-zero entries, by the dataset
+                # layer's choice of a sort or a map of the width (a
+                # partial_fit chunk on 2**20 columns is sorted)
                 start, end = self.X.indptr[0], self.X.indptr[-1]
-                nonzero[self.X.indices[start:end][self.X.data[start:end] != 0]] = True
-            else:
-                for lo, hi, Xb in self._blocks():
-                    if self.sparse:
-                        nonzero[Xb.indices[Xb.data != 0]] = True
-                    else:
-                        nonzero |= np.any(Xb != 0, axis=0)
+                nonzero = self.X.indices[start:end][self.X.data[start:end] != 0]
+                return touched_columns(nonzero, self.n_features)
+            nonzero = np.zeros(self.n_features, dtype=bool)
+            for lo, hi, Xb in self._blocks():
+                if self.sparse:
+                    nonzero[Xb.indices[Xb.data != 0]] = True
+                else:
+                    nonzero |= np.any(Xb != 0, axis=0)
             return np.flatnonzero(nonzero)
         return self.design.get("live", make)
 
     def _few_entries(self):
         """Whether X is a float64 CSR matrix of so few entries for its
-        width that its live columns are found (and renumbered) by sorting
-        its column indices rather than through maps of n_features."""
+        width that its indices are renumbered over the live columns by
+        binary search rather than through a map of n_features (the rule of
+        ``_base.column_positions``)."""
         return self.sparse and self.whole and 64 * self.X.nnz < self.n_features
 
     def restrict(self, columns):

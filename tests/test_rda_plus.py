@@ -880,9 +880,9 @@ def test_gradient_of_the_live_columns_is_the_full_product_s(empty_columns):
     """The local phase's gradient over the live columns (from X's indices
     renumbered over them, when most columns are empty) equals
     ``(X.T @ v)[live]`` bit for bit, with explicit zeros stored in columns
-    that are not live, the last one of the values too; found through maps
-    of the width, or by sorting the indices when the entries are few for
-    it (a partial_fit chunk of hashed text)."""
+    that are not live, the last one of the values too; renumbered through a
+    map of the width, or by binary search when the entries are few for it
+    (a partial_fit chunk of hashed text)."""
     from sklearn_adaprox._l1_logistic import Surrogate
 
     rng = np.random.RandomState(5)
