@@ -47,7 +47,8 @@ from sklearn.base import is_classifier
 from sklearn.utils.class_weight import compute_class_weight
 
 from . import _adagrad_fast, _adagrad_multinomial_fast, _implicit_ftrl_fast, _pairwise_auc_fast
-from ._base import SCALE_LIMIT, all_finite, check_class_weight, new_state_version
+from ._base import (SCALE_LIMIT, all_finite, check_class_weight, new_state_version,
+                    param_values, same_params)
 from ._dataset import dense_row_indices, rows_learnable, touched_columns
 
 # Chunks up to this many rows take the short path; a larger chunk's own work
@@ -138,7 +139,7 @@ class _ShortPath:
         return np.where(positive[:, None] == np.arange(n_classes), 1.0, -1.0)
 
     def serves(self, est, params):
-        return (params == self.params
+        return ((_same_objects(self.params, params) or same_params(self.params, params))
                 and (self.class_weight is None or est.class_weight == self.class_weight)
                 and self.owns(est.__dict__))
 
@@ -237,6 +238,18 @@ class _ShortPath:
             return None
         targets, sample_weight = self.one_row[c]
         return targets, sample_weight, self.largest_weight
+
+
+def _same_objects(old, new):
+    """Whether two tuples of parameter values hold the same objects: the
+    common case of ``same_params``, in a compiled loop (a generator of
+    Python costs a fifteenth of a short call)."""
+    if len(old) != len(new):
+        return False
+    for a, b in zip(old, new):
+        if a is not b:
+            return False
+    return True
 
 
 def _writable_arrays(state, names):
@@ -623,18 +636,6 @@ class PairwiseAUCPath(_ShortPath):
                 array[:] = values
 
 
-_PARAM_GETTERS = {}
-
-
-def _params(est):
-    """The values of the estimator's parameters (compared by ``==``)."""
-    cls = type(est)
-    getter = _PARAM_GETTERS.get(cls)
-    if getter is None:
-        getter = _PARAM_GETTERS[cls] = operator.itemgetter(*cls._get_param_names())
-    return getter(est.__dict__)
-
-
 def _short_path(est, scoring=False):
     """The estimator's short path, made if its state and options allow one
     (the checks a continuing call of the general path would pass), or
@@ -649,7 +650,7 @@ def _short_path(est, scoring=False):
         if known is not None and known[0]() is est and known[1].owns(state):
             return known[1]
     try:
-        params = _params(est)
+        params = param_values(est)
     except KeyError:  # a parameter deleted: the general path says what is wrong
         return None
     known = _SHORT_PATHS.get(id(est))

@@ -346,7 +346,10 @@ def test_a_parameter_set_between_calls_is_checked(est, path, monkeypatch):
     model = _fitted(est, X, y)
     if path == "general":
         monkeypatch.setattr(_short_calls, "SHORT_CHUNK_ROWS", 0)
-    refused = {"fit_intercept": "yes", "max_iter": 0, **_REFUSED_VALUES[type(model)]}
+    # shuffle=1 equals the valid True: a check that compared values by ==
+    # alone would let it through
+    refused = {"fit_intercept": "yes", "max_iter": 0, "shuffle": 1,
+               **_REFUSED_VALUES[type(model)]}
     before = pickle.dumps(model)
     for name, value in refused.items():
         valid = model.get_params()[name]
@@ -358,6 +361,38 @@ def test_a_parameter_set_between_calls_is_checked(est, path, monkeypatch):
     model.set_params(max_iter=7)  # valid: the call learns
     model.partial_fit(X[:1], target[:1])
     assert model.n_features_in_ == X.shape[1] and pickle.dumps(model) != before
+
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=IDS)
+@pytest.mark.parametrize("path", ["short", "general"])
+def test_unchanged_parameters_are_checked_once(est, path, monkeypatch):
+    """A continuing call checks the parameters only when one has changed
+    since they last passed (on the general path the check and get_params
+    cost a quarter of a one-row call): a changed value, or an equal one of
+    another type, is checked again, on either path."""
+    X, y = _data()
+    target = y.astype(float) if isinstance(est, ImplicitFTRLRegressor) else y
+    model = _fitted(est, X, y)
+    if path == "general":
+        monkeypatch.setattr(_short_calls, "SHORT_CHUNK_ROWS", 0)
+    checks = []
+    check = type(model)._validate_params
+    monkeypatch.setattr(type(model), "_validate_params",
+                        lambda self: checks.append(self) or check(self))
+    for _ in range(3):
+        model.partial_fit(X[:1], target[:1])
+    assert len(checks) == 1
+    model.set_params(max_iter=model.max_iter + 1)
+    model.partial_fit(X[:1], target[:1])
+    model.set_params(tol=None if model.tol is not None else 1e-3)
+    model.partial_fit(X[:1], target[:1])
+    assert len(checks) == 3
+    before = pickle.dumps(model)
+    model.set_params(max_iter=float(model.max_iter))  # equal, another type: refused
+    with pytest.raises(ValueError, match="The 'max_iter' parameter"):
+        model.partial_fit(X[:1], target[:1])
+    model.set_params(max_iter=int(model.max_iter))
+    assert pickle.dumps(model) == before
 
 
 def test_a_random_state_instance_is_rewound_on_failure():
