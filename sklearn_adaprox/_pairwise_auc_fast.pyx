@@ -652,19 +652,27 @@ cdef class PairwiseAUCProblem:
         others are as finite as they were: O(touched), where a read of the
         arrays would be O(n_features) per pass.  Given ``moving``, finalize
         has looked already."""
-        cdef Py_ssize_t q, j
+        cdef Py_ssize_t q
+        cdef int bad
         if self.moving is not None:
             return self.moving_nonfinite
         for q in range(self.workspace.n_stamped):
-            j = self.stamped[q]
-            if not isfinite(self.coef[j]):
-                return 0
-            if not isfinite(self.momentum[j]):
-                return 1
-            if not isfinite(self.sum_sq_gradient[j]):
-                return 2
-            if self.average and not isfinite(self.coef_sum[j]):
-                return 3
+            bad = self.nonfinite_entry(self.stamped[q])
+            if bad >= 0:
+                return bad
+        return -1
+
+    cdef inline int nonfinite_entry(self, Py_ssize_t j) noexcept nogil:
+        """Which of coef, momentum, sum_sq_gradient and coef_sum (0 .. 3)
+        is first NaN or infinite at coordinate j, or -1."""
+        if not isfinite(self.coef[j]):
+            return 0
+        if not isfinite(self.momentum[j]):
+            return 1
+        if not isfinite(self.sum_sq_gradient[j]):
+            return 2
+        if self.average and not isfinite(self.coef_sum[j]):
+            return 3
         return -1
 
     def momentum_support(self):
@@ -742,12 +750,7 @@ cdef class PairwiseAUCProblem:
                 if write_out:
                     self.coef_out[j] = w[j]
                 if self.stamp[j] != 0 and self.moving_nonfinite < 0:  # changed by the call
-                    if not isfinite(w[j]):
-                        self.moving_nonfinite = 0
-                    elif not isfinite(mom[j]):
-                        self.moving_nonfinite = 1
-                    elif not isfinite(self.sum_sq_gradient[j]):
-                        self.moving_nonfinite = 2
+                    self.moving_nonfinite = self.nonfinite_entry(j)
                 if mom[j] != 0.0:
                     self.moving_support[self.n_moving_support] = j
                     self.n_moving_support += 1
