@@ -689,8 +689,10 @@ class BaseOnlineLinearModel(BaseEstimator):
             # of it).  With more non-zeros, listing them costs more than a
             # one-pass fit's checks.
             columns = touched_columns(X.indices, X.shape[1])
-            if 2 * columns.shape[0] <= X.shape[1]:
-                self._touched_columns = columns
+            # more than half: all of them, as for dense X (the listing is
+            # not made twice: pairwise_auc's _compact_columns reads this)
+            self._touched_columns = (columns if 2 * columns.shape[0] <= X.shape[1]
+                                     else slice(None))
         if not partial:
             self.loss_curve_ = []
 

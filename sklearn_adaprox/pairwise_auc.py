@@ -642,7 +642,9 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         if not first_call or not sp.issparse(X) or self.verbose:
             return None
         columns = self.__dict__.get("_touched_columns")
-        if not isinstance(columns, np.ndarray):
+        if isinstance(columns, slice):  # _start_state found more than half
+            return None
+        if columns is None:
             columns = touched_columns(X.indices, X.shape[1])
         return columns if 0 < 2 * columns.shape[0] <= X.shape[1] else None
 

@@ -14,9 +14,10 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.preprocessing import MinMaxScaler
 
+from bundled_text import sms_tfidf
 from reference.pairwise_auc import pairwise_auc_reference
 from sklearn_adaprox import PairwiseAUCClassifier
-from sklearn_adaprox._pairwise_auc_fast import momentum_window
+from sklearn_adaprox._pairwise_auc_fast import PairwiseAUCProblem, momentum_window
 from sklearn_adaprox.datasets import load_a9a, make_sparse_zipf
 
 LOSSES = ["hinge", "square", "log_loss", "logit_square"]
@@ -278,6 +279,44 @@ def test_a_wide_fresh_fit_works_on_the_columns_of_X_alone(params, monkeypatch):
     assert widths == [(n_columns, n_columns)] * 3
     assert model.coef_.shape == model.iterate_.shape == (1, 5000)
     assert set(np.flatnonzero(model.coef_[0])) <= set(X.indices)
+
+
+@pytest.mark.parametrize("params", [{}, {"adaptive": "coordinate"},
+                                    {"algorithm": "aogd_strongly_convex"}, {"theta": 0.0}])
+def test_flat_hinge_pairs_read_without_their_union_give_the_same_bits(stream, params,
+                                                                      monkeypatch):
+    """A hinge pair whose margin, from the row's score and the partner's
+    carried over from its step, is certainly at least 1 does not gather its
+    union (the kernel's certainly_flat).  On real text (bundled SMS spam,
+    tf-idf) and on the stream, dense and CSR, with sample weights, the
+    models, their statistics and loss curves are those of gathering every
+    union, to the bit; and many pairs were read so."""
+    from sklearn_adaprox import pairwise_auc
+    X_text, y_text = sms_tfidf()[:2]
+    X, y, sample_weight = stream
+    fits, flat_reads = {}, {}
+    for read_flat_pairs in (True, False):
+        problems = []
+
+        def build(**kwargs):
+            problems.append(PairwiseAUCProblem(read_flat_pairs=read_flat_pairs, **kwargs))
+            return problems[-1]
+
+        monkeypatch.setattr(pairwise_auc, "PairwiseAUCProblem", build)
+        fits[read_flat_pairs] = [
+            PairwiseAUCClassifier(max_iter=6, tol=None, random_state=0, **params).fit(
+                data, labels, sample_weight=weights)
+            for data, labels, weights in ((X_text, y_text, None), (X, y, sample_weight),
+                                          (sp.csr_matrix(X), y, sample_weight))]
+        flat_reads[read_flat_pairs] = sum(problem.n_flat_reads for problem in problems)
+    assert flat_reads[False] == 0
+    assert flat_reads[True] > 1000
+    for read, gathered in zip(fits[True], fits[False]):
+        for name in ("coef_", "intercept_", "momentum_", "sum_sq_gradient_",
+                     "total_sq_gradient_", "score_stats_"):
+            assert_array_equal(getattr(read, name), getattr(gathered, name))
+        assert read.loss_curve_ == gathered.loss_curve_
+        assert read.progressive_auc_ == gathered.progressive_auc_
 
 
 def test_listed_and_read_momentum_columns_give_the_same_model(stream):
