@@ -97,7 +97,7 @@ from libc.math cimport INFINITY, fabs, isfinite, ldexp, sqrt
 from libc.stdint cimport int64_t, uint64_t
 
 cdef extern from "_simd.h" nogil:
-    void prefetch_stream(const void* p, size_t nbytes)
+    void prefetch_line(const void* p)
 
 # How many entries of a row ahead the catch-up asks for a coordinate's state.
 cdef enum:
@@ -518,7 +518,7 @@ cdef class PairwiseAUCProblem:
             if q + PREFETCH_AHEAD < n_moving:
                 j = self.moving[q + PREFETCH_AHEAD]
                 self.prefetch(j, True)
-                prefetch_stream(&coef_out[j], 1)
+                prefetch_line(&coef_out[j])
             j = self.moving[q]
             self.saved[0, q] = self.coef[j]
             self.saved[1, q] = self.momentum[j]
@@ -604,13 +604,13 @@ cdef class PairwiseAUCProblem:
         ``pair``: also those of a step with a partner row.  A hint only.
         One epoch of AOGD (defaults) on 20 newsgroups hashed to 2**20
         columns: 266 ms without, 230 ms with (before the partner's table)."""
-        prefetch_stream(&self.coef[j], 1)
-        prefetch_stream(&self.momentum[j], 1)
-        prefetch_stream(&self.stamp[j], 1)
+        prefetch_line(&self.coef[j])
+        prefetch_line(&self.momentum[j])
+        prefetch_line(&self.stamp[j])
         if self.coordinate or pair:  # c_j, or the step's accumulator
-            prefetch_stream(&self.sum_sq_gradient[j], 1)
+            prefetch_line(&self.sum_sq_gradient[j])
         if self.average:
-            prefetch_stream(&self.coef_sum[j], 1)
+            prefetch_line(&self.coef_sum[j])
 
     cdef inline void catch_up(self, Py_ssize_t j, int64_t k) noexcept nogil:
         """Bring w_j to the start of step k and m_j to m_{j,k-1}; restamp at k
@@ -784,7 +784,12 @@ cdef class PairwiseAUCProblem:
         """Bring every coordinate to the start of the next step.  One
         whose weight and momentum are zero stays zero (every lazy term is a
         multiple of the two, and so is its part of the averaged sum), so
-        only a read of the two arrays is O(n_features).  Given ``moving``
+        only a read of the two arrays is O(n_features); without a projection
+        or averaging, one of zero momentum does not move either, and is
+        neither restamped nor listed (on SMS spam tf-idf, after an epoch,
+        about 15,000 non-zero weights and 100-800 non-zero momenta: the
+        restamped were then read three more times, by nonfinite_state,
+        momentum_support and release_workspace).  Given ``moving``
         (no projection or averaging), only those coordinates are read: the
         caller vouches that every other one has zero momentum and is in no
         row of the call, so that it does not move; with ``coef_out`` (see
@@ -817,7 +822,7 @@ cdef class PairwiseAUCProblem:
                 if q + PREFETCH_AHEAD < n_moving:
                     self.prefetch(self.moving[q + PREFETCH_AHEAD], False)
                 j = self.moving[q]
-                if w[j] != 0.0 or mom[j] != 0.0:
+                if mom[j] != 0.0:
                     self.catch_up_to_end(j, now)
                 if write_out:
                     self.coef_out[j] = w[j]
@@ -828,7 +833,7 @@ cdef class PairwiseAUCProblem:
                     self.n_moving_support += 1
             return
         for j in range(self.coef.shape[0]):
-            if w[j] != 0.0 or mom[j] != 0.0:
+            if mom[j] != 0.0:
                 self.catch_up_to_end(j, now)
 
     cdef inline void catch_up_to_end(self, Py_ssize_t j, int64_t now) noexcept nogil:
