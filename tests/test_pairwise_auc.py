@@ -319,6 +319,29 @@ def test_flat_hinge_pairs_read_without_their_union_give_the_same_bits(stream, pa
         assert read.progressive_auc_ == gathered.progressive_auc_
 
 
+@pytest.mark.parametrize("density, over_half", [(0.002, False), (0.2, True)])
+def test_a_fresh_fit_lists_the_columns_of_X_once(density, over_half, monkeypatch):
+    """The state's start lists X's columns (for the finite checks and
+    finalize) and the fit on X's columns alone reads that list: one listing
+    a fit, whether the columns are few (a compact state) or more than half
+    of the width (none: listing them again found as many)."""
+    from sklearn_adaprox import _base, pairwise_auc
+    rng = np.random.RandomState(0)
+    X = sp.random(80, 400, density=density, format="csr", random_state=rng)
+    y = rng.randint(0, 2, 80)
+    assert (2 * np.unique(X.indices).shape[0] > 400) == over_half
+    original, calls = _base.touched_columns, []
+
+    def counted(indices, n_features):
+        calls.append(n_features)
+        return original(indices, n_features)
+
+    monkeypatch.setattr(_base, "touched_columns", counted)
+    monkeypatch.setattr(pairwise_auc, "touched_columns", counted)
+    PairwiseAUCClassifier(max_iter=2, tol=None, random_state=0).fit(X, y)
+    assert calls == [400]
+
+
 def test_listed_and_read_momentum_columns_give_the_same_model(stream):
     """A pass lists the columns of non-zero momentum for the next call on
     its state (kept outside the estimator); a state without that list (a
