@@ -871,6 +871,25 @@ cdef class PairwiseAUCProblem:
                 return -1
             slot = (slot + 1) & mask
 
+    cdef inline double matched_partner_value(self, int64_t j) noexcept nogil:
+        """The partner's value in column j (0 if it has none), its entry
+        marked as matched by the row."""
+        cdef Py_ssize_t at = self.partner_position(j)
+        if at < 0:
+            return 0.0
+        self.partner_matched[at] = 1
+        return self.partner_values[at]
+
+    cdef inline void add_partner_rest(self, int64_t k, UnionSums* sums) noexcept nogil:
+        """Add the partner's entries the row did not match to the union (the
+        marks cleared for the next step)."""
+        cdef Py_ssize_t q
+        for q in range(self.partner_nnz):
+            if self.partner_matched[q]:
+                self.partner_matched[q] = 0
+            else:
+                self.add_to_union(self.partner_indices[q], -self.partner_values[q], k, sums)
+
     cdef inline double add_to_union(self, Py_ssize_t j, double diff, int64_t k,
                                     UnionSums* sums) noexcept nogil:
         """Read w_j at the start of step k, list j with its entry of D, and
@@ -1150,25 +1169,16 @@ cdef inline double gather_union(PairwiseAUCProblem problem, const floating* row_
     start of step k, list it with D = a_k - a_{k-1} and measure it
     (``add_to_union``): the row's entries, then the partner's others, in
     their orders; returns <w_k, a_k>.  The partner is in its table."""
-    cdef Py_ssize_t q, j, at
-    cdef double score = 0.0, partner_value
+    cdef Py_ssize_t q, j
+    cdef double score = 0.0
     cdef UnionSums sums = NO_UNION
     for q in range(nnz):
         if q + PREFETCH_AHEAD < nnz:
             problem.prefetch(row_indices[q + PREFETCH_AHEAD], True)
         j = row_indices[q]
-        at = problem.partner_position(j)
-        partner_value = 0.0
-        if at >= 0:
-            problem.partner_matched[at] = 1
-            partner_value = problem.partner_values[at]
-        score += problem.add_to_union(j, row_data[q] - partner_value, k, &sums) * row_data[q]
-    for q in range(problem.partner_nnz):
-        if problem.partner_matched[q]:
-            problem.partner_matched[q] = 0
-        else:
-            problem.add_to_union(problem.partner_indices[q], -problem.partner_values[q], k,
-                                 &sums)
+        score += problem.add_to_union(j, row_data[q] - problem.matched_partner_value(j), k,
+                                      &sums) * row_data[q]
+    problem.add_partner_rest(k, &sums)
     problem.keep_union(&sums)
     return score
 
@@ -1247,26 +1257,16 @@ cdef inline void complete_union(PairwiseAUCProblem problem, const floating* row_
     """``gather_union`` after ``measure_row``: the row's weights are read,
     the partner (in its table) is added: the same union, with the same sums
     in the same order."""
-    cdef Py_ssize_t q, at
-    cdef double diff, partner_value
+    cdef Py_ssize_t q
+    cdef double diff
     cdef UnionSums sums = NO_UNION
     for q in range(nnz):
-        at = problem.partner_position(problem.union_index[q])
-        partner_value = 0.0
-        if at >= 0:
-            problem.partner_matched[at] = 1
-            partner_value = problem.partner_values[at]
-        diff = row_data[q] - partner_value
+        diff = row_data[q] - problem.matched_partner_value(problem.union_index[q])
         problem.union_diff[q] = diff
         sums.margin += problem.union_weight[q] * diff
         sums.sq_norm_diff += diff * diff
     sums.nnz = nnz
-    for q in range(problem.partner_nnz):
-        if problem.partner_matched[q]:
-            problem.partner_matched[q] = 0
-        else:
-            problem.add_to_union(problem.partner_indices[q], -problem.partner_values[q], k,
-                                 &sums)
+    problem.add_partner_rest(k, &sums)
     problem.keep_union(&sums)
 
 
