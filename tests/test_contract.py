@@ -63,6 +63,7 @@ CONTRACT_ESTIMATORS = [
                           random_state=0),
     # binary only (tag multi_class=False): see the multiclass_data fixture
     PairwiseAUCClassifier(random_state=0),
+    PairwiseAUCClassifier(theta=0.9, random_state=0),  # the lazy momentum
     PairwiseAUCClassifier(loss="logit_square", adaptive="coordinate", radius=2.0,
                           random_state=0),
     PairwiseAUCClassifier(loss="square", algorithm="ogd", radius=1.0, random_state=0),

@@ -34,6 +34,7 @@ ESTIMATORS = [
     AdaGradClassifier(multi_class="multinomial", random_state=0),
     RDAPlusClassifier(random_state=0),
     PairwiseAUCClassifier(random_state=0),
+    PairwiseAUCClassifier(theta=0.9, random_state=0),
     ImplicitFTRLClassifier(random_state=0),
     ImplicitFTRLRegressor(random_state=0),
 ]

@@ -81,7 +81,7 @@ def _assert_matches(clf, ref, one_pass=True):
     ],
 )
 @pytest.mark.parametrize("project", [False, True])
-@pytest.mark.parametrize("theta", [0.5, 0.9])
+@pytest.mark.parametrize("theta", [0.0, 0.5, 0.9])
 def test_kernel_matches_numpy_transcription(stream, loss, algorithm, adaptive, project,
                                             theta):
     X, y, sample_weight = stream
@@ -179,12 +179,13 @@ def test_momentum_window_really_reaches_archived_stamps(stream):
 
 
 @pytest.mark.parametrize("average, radius", [(False, 0.5), (True, 0.5), (False, None)])
-def test_chunks_continue_the_pair_and_match_the_reference(stream, average, radius):
+@pytest.mark.parametrize("theta", [0.0, 0.9])
+def test_chunks_continue_the_pair_and_match_the_reference(stream, average, radius, theta):
     """The last row of a call pairs with the first row of the next one.
     (Without projection or averaging a call saves and finalises only the
     columns it can change, see the next test.)"""
     X, y, sample_weight = stream
-    params = dict(loss="hinge", algorithm="aogd", adaptive="norm", eta=0.3, theta=0.9,
+    params = dict(loss="hinge", algorithm="aogd", adaptive="norm", eta=0.3, theta=theta,
                   radius=radius)
     ref = pairwise_auc_reference(X, y, sample_weight, average=average, **params)
     clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, average=average,
@@ -227,29 +228,41 @@ def test_a_long_partner_from_the_last_call_pairs_with_short_rows():
     _assert_matches(clf, ref, one_pass=False)
 
 
-def test_a_narrow_call_moves_momentum_outside_its_row_and_takes_it_back(stream):
+@pytest.mark.parametrize("theta", [0.0, 0.9])
+def test_a_narrow_call_moves_momentum_outside_its_row_and_takes_it_back(stream, theta):
     """Without projection or averaging a call on sparse rows saves and
     finalises only the columns it can change: its rows', the previous
     row's and those of non-zero momentum (whose weights keep moving), not
     every column.  One-row calls give the reference model, and a call that
-    fails puts back the momentum it decayed outside its row."""
+    fails puts back the momentum it decayed outside its row (without
+    momentum, theta = 0, the previous step's momentum ends with the call's
+    first step, and no weight outside its rows moves)."""
     X, y, sample_weight = stream
-    params = dict(loss="hinge", algorithm="aogd", adaptive="norm", eta=0.3, theta=0.9,
+    params = dict(loss="hinge", algorithm="aogd", adaptive="norm", eta=0.3, theta=theta,
                   radius=None)
-    n = 60
-    ref = pairwise_auc_reference(X[:n], y[:n], sample_weight[:n], average=False, **params)
     clf = PairwiseAUCClassifier(max_iter=1, tol=None, shuffle=False, **params)
     rows = sp.csr_matrix(X)
-    for i in range(n):
-        clf.partial_fit(rows[i:i + 1], y[i:i + 1], classes=[-1, 1],
-                        sample_weight=sample_weight[i:i + 1])
+    n, outside = 0, np.empty(0)
+    # one-row calls until the momentum reaches outside the next row and the
+    # last one (without momentum it is the last step's, when it moved)
+    while n < 60 or not (outside.size and sample_weight[n] > 0):
+        clf.partial_fit(rows[n:n + 1], y[n:n + 1], classes=[-1, 1],
+                        sample_weight=sample_weight[n:n + 1])
+        n += 1
+        outside = np.setdiff1d(np.flatnonzero(clf.momentum_[0]),
+                               np.union1d(rows[n].indices, clf.last_sample_indices_))
+    ref = pairwise_auc_reference(X[:n], y[:n], sample_weight[:n], average=False, **params)
     _assert_matches(clf, ref, one_pass=False)
 
-    row = rows[n:n + 1]
-    assert sample_weight[n] > 0  # the call takes a step, so finalize runs
-    outside = np.setdiff1d(np.flatnonzero(clf.momentum_[0]),
-                           np.union1d(row.indices, clf.last_sample_indices_))
-    assert outside.size
+    row = rows[n:n + 1]  # its call takes a step (weight > 0), so finalize runs
+    if theta == 0.0:
+        # the previous step's momentum ends with the call's first step, and
+        # moves no weight outside the step's rows
+        weights = clf.iterate_[0, outside].copy()
+        clf.partial_fit(row, y[n:n + 1])
+        assert not np.any(clf.momentum_[0, outside])
+        assert_array_equal(clf.iterate_[0, outside], weights)
+        return
     clf.iterate_[0, outside[0]] = np.inf
     before = pickle.dumps(clf)
     with pytest.raises(ValueError, match="overflow in this partial_fit call: iterate_"):
@@ -281,8 +294,8 @@ def test_a_wide_fresh_fit_works_on_the_columns_of_X_alone(params, monkeypatch):
     assert set(np.flatnonzero(model.coef_[0])) <= set(X.indices)
 
 
-@pytest.mark.parametrize("params", [{}, {"adaptive": "coordinate"},
-                                    {"algorithm": "aogd_strongly_convex"}, {"theta": 0.0}])
+@pytest.mark.parametrize("params", [{}, {"adaptive": "coordinate", "theta": 0.9},
+                                    {"algorithm": "aogd_strongly_convex"}, {"theta": 0.9}])
 def test_flat_hinge_pairs_read_without_their_union_give_the_same_bits(stream, params,
                                                                       monkeypatch):
     """A hinge pair whose margin, from the row's score and the partner's
@@ -400,13 +413,14 @@ def test_the_kernel_refuses_moving_columns_out_of_order(stream, monkeypatch):
 
 
 @pytest.mark.parametrize("average, radius", [(False, None), (True, 0.5), (False, 0.5)])
-def test_epochs_sharing_one_workspace_equal_separate_calls(stream, average, radius):
+@pytest.mark.parametrize("theta", [0.0, 0.9])
+def test_epochs_sharing_one_workspace_equal_separate_calls(stream, average, radius, theta):
     """The passes of one fit reuse one per-feature workspace, which each
     pass must hand back clean: three epochs of fit take the steps of three
     partial_fit calls over the same rows (each with a fresh workspace), to
     the bit."""
     X, y, sample_weight = stream
-    params = dict(loss="hinge", eta=0.3, theta=0.9, radius=radius, average=average,
+    params = dict(loss="hinge", eta=0.3, theta=theta, radius=radius, average=average,
                   shuffle=False)
     for X_in in (X, sp.csr_matrix(X)):
         fitted = PairwiseAUCClassifier(max_iter=3, tol=None, **params)
@@ -436,14 +450,16 @@ def test_multiclass_is_a_clear_error_and_changes_nothing():
     assert not PairwiseAUCClassifier().__sklearn_tags__().classifier_tags.multi_class
 
 
-@pytest.mark.parametrize("name, average", [("iterate_", False), ("coef_sum_", True)])
-def test_the_pass_finds_a_non_finite_state_it_changed(stream, name, average):
+@pytest.mark.parametrize("name, average, theta",
+                         [("iterate_", False, 0.9), ("iterate_", False, 0.0),
+                          ("coef_sum_", True, 0.9)])
+def test_the_pass_finds_a_non_finite_state_it_changed(stream, name, average, theta):
     """The pass checks the coordinates it changed (the per-epoch check
     does not read these arrays): a non-finite weight that a pass carries
     along raises, naming the array, and the call changes nothing."""
     X, y, _ = stream
-    model = PairwiseAUCClassifier(eta=0.5, average=average, max_iter=2, tol=None,
-                                  random_state=0).fit(X, y)
+    model = PairwiseAUCClassifier(eta=0.5, average=average, theta=theta, max_iter=2,
+                                  tol=None, random_state=0).fit(X, y)
     getattr(model, name)[0, np.flatnonzero(X[5])[0]] = np.inf
     before = pickle.dumps(model)
     with pytest.raises(ValueError, match=f"overflow in this partial_fit call: {name}"):
@@ -451,12 +467,15 @@ def test_the_pass_finds_a_non_finite_state_it_changed(stream, name, average):
     assert pickle.dumps(model) == before
 
 
-def test_a_step_that_overflows_is_refused():
-    """A step size near the largest double overflows the weights in the
-    first epoch: refused, and the model stays unfitted."""
+@pytest.mark.parametrize("theta, name", [(0.9, "iterate_"), (0.0, "score_stats_")])
+def test_a_step_that_overflows_is_refused(theta, name):
+    """A step size near the largest double overflows the weights (with
+    momentum) or the scores they give (without) in the first epoch:
+    refused, and the model stays unfitted."""
     X, y = make_classification(n_samples=60, n_features=5, random_state=0)
-    model = PairwiseAUCClassifier(eta=1e308, fit_intercept=False, random_state=0)
-    with pytest.raises(ValueError, match="overflow in epoch 1: iterate_"):
+    model = PairwiseAUCClassifier(eta=1e308, theta=theta, fit_intercept=False,
+                                  random_state=0)
+    with pytest.raises(ValueError, match=f"overflow in epoch 1: {name}"):
         model.fit(X, y)
     assert not hasattr(model, "coef_")
 
@@ -651,8 +670,9 @@ def test_fit_stops_when_the_mean_loss_of_a_window_stops_improving():
 
 
 @pytest.mark.parametrize("params", [
-    {}, {"loss": "log_loss"}, {"radius": 0.5}, {"average": True},
-    {"adaptive": "coordinate"}, {"algorithm": "ogd"}, {"theta": 0.5}])
+    {}, {"loss": "log_loss"}, {"radius": 0.5}, {"average": True, "theta": 0.9},
+    {"adaptive": "coordinate", "theta": 0.9}, {"algorithm": "ogd"}, {"theta": 0.5},
+    {"theta": 0.9}])
 def test_a_fresh_state_on_a_few_columns_learns_them_alone_with_the_same_bits(params,
                                                                              monkeypatch):
     """fit and a first partial_fit on sparse rows that use a small part of
@@ -681,5 +701,5 @@ def test_a_fresh_state_on_a_few_columns_learns_them_alone_with_the_same_bits(par
                                err_msg=name)
         assert compact_model.coef_.shape == (1, X.shape[1])
     assert np.count_nonzero(models[True][0].coef_) > 0
-    if params.get("algorithm") != "ogd":  # (OGD has no momentum)
+    if params.get("algorithm") != "ogd" and params.get("theta", 0.0) > 0:  # momentum
         assert np.count_nonzero(models[True][0].momentum_) > 0

@@ -706,7 +706,7 @@ def _pairwise_twins(X, y, **params):
 @pytest.mark.parametrize("params", [
     {}, {"loss": "log_loss"}, {"loss": "square"}, {"adaptive": "coordinate"},
     {"algorithm": "ogd"}, {"algorithm": "aogd_strongly_convex"}, {"theta": 0.5},
-    {"eta": 0.3, "fit_intercept": False}, {"class_weight": {0: 3.0}}])
+    {"theta": 0.9}, {"eta": 0.3, "fit_intercept": False}, {"class_weight": {0: 3.0}}])
 @pytest.mark.parametrize("dense", [False, True])
 def test_pairwise_auc_short_calls_give_the_general_path_model(params, dense, general_calls):
     """Row by row (the partner of each step is the previous call's last
