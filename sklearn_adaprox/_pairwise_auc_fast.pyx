@@ -77,6 +77,14 @@ O(log n_rows) per step.  The tree is the bottom-up kind with ``n_rows``
 leaves (any count; its queries keep the order of the maps, as they must),
 allocated only when averaging: 80 bytes per row of the call.
 
+Without momentum (theta = 0: the estimator's default, and OGD), a
+projection or averaging, an idle coordinate does not move at all
+(``momentum_free``): a step reads the weights where they are, and one with
+a gradient writes its union's weights and accumulators only; nothing is
+stamped, no block sum kept, and the momentum, which lasts one step, is
+written by ``finalize`` for the last step alone.  The same weights as the
+general rule's, a third of the state read per non-zero.
+
 Every call ends with ``finalize``, so the caller's ``coef``, ``momentum``
 and ``coef_sum`` are exact and current.  It catches up the coordinates
 whose weight or momentum is non-zero; the others stay zero.  The per-feature

@@ -85,8 +85,8 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
       accumulator per coordinate (AdaGrad-style): ``v_{k,i} = sum g_{k,i}^2``,
       step ``eta m_{k,i} / sqrt(v_{k,i})``.  The projection stays Euclidean.
 
-    Every sample is a step, including pairs with equal labels (the momentum
-    still moves ``w``).  A step costs O(nnz of the two rows) plus about ten
+    Every sample is a step, including pairs with equal labels (with
+    ``theta > 0`` the momentum still moves ``w``).  A step costs O(nnz of the two rows) plus about ten
     scalar updates, and a step without a gradient (equal labels, or a flat
     loss) O(nnz of its row): the momentum of idle coordinates and the
     projection are applied lazily and exactly (see ``_pairwise_auc_fast``),
@@ -133,9 +133,9 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
 
         .. versionchanged:: 0.1
            The default changed from 0.9 to 0.0: the same test ROC AUC on
-           the sets of ``benchmarks/bench_defaults.py`` (within 0.1 point,
-           higher on as many as lower), in a half to a third of the time on
-           text (see the user guide).
+           the binary sets of ``benchmarks/bench_defaults.py`` (0.08 point
+           lower at most, higher on six of eleven), in a half to a third of
+           the time on text (see the user guide).
     radius : float or None, default=None
         Radius R of the l2 ball the weights are projected onto; None: no
         projection.
