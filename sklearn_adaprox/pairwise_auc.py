@@ -86,11 +86,11 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
       step ``eta m_{k,i} / sqrt(v_{k,i})``.  The projection stays Euclidean.
 
     Every sample is a step, including pairs with equal labels (with
-    ``theta > 0`` the momentum still moves ``w``).  A step costs O(nnz of the two rows) plus about ten
-    scalar updates, and a step without a gradient (equal labels, or a flat
-    loss) O(nnz of its row): the momentum of idle coordinates and the
-    projection are applied lazily and exactly (see ``_pairwise_auc_fast``),
-    never at O(n_features) per step.
+    ``theta > 0`` the momentum still moves ``w``).  A step costs O(nnz of
+    the two rows) plus about ten scalar updates, and a step without a
+    gradient (equal labels, or a flat loss) O(nnz of its row): the momentum
+    of idle coordinates and the projection are applied lazily and exactly
+    (see ``_pairwise_auc_fast``), never at O(n_features) per step.
 
     Parameters
     ----------
