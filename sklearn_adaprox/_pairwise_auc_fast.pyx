@@ -406,6 +406,13 @@ cdef class PairwiseAUCProblem:
                 or workspace.stamp.shape[0] != d or workspace.n_stamped != 0
                 or not indices_in_range):
             raise ValueError("The pairwise AUC state arrays do not fit one another.")
+        # A pass on this workspace is running (another thread on the same
+        # estimator): building this problem would carve and clear the scratch
+        # that pass reads.  Its stamps said so too, but a pass without
+        # momentum stamps nothing (a race test read index -1 under ASan).
+        if workspace.in_use:
+            raise ValueError("The pairwise AUC workspace is in use by another pass "
+                             "(concurrent calls on one estimator are not supported).")
         self.max_steps = n_rows
         self.max_row_nnz = max_row_nnz
         self.loss = loss
