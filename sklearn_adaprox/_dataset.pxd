@@ -179,6 +179,17 @@ cdef bint asks_for_state_ahead(bint is_dense, Py_ssize_t n_features,
 # one-row call's small per-problem arrays, read without a typed memoryview.
 cdef double* float64_values(object array, Py_ssize_t n, bint writable) except NULL
 
+# The length of an ndarray of one dimension of type ``typenum`` (a NumPy
+# type number) whose values can be read in place (C-contiguous, aligned, in
+# the machine's byte order), else ValueError: as float64_values, for a
+# one-row call's arrays of any length.
+cdef Py_ssize_t vector_length(object array, int typenum) except -1
+
+# The sorted union of two strictly increasing lists of len_a and len_b
+# values into ``out`` (room for len_a + len_b); returns its length.
+cdef Py_ssize_t merge_sorted(const int64_t* a, Py_ssize_t len_a, const int64_t* b,
+                             Py_ssize_t len_b, int64_t* out) noexcept nogil
+
 
 cdef inline Py_ssize_t sparse_row_columns(const RowPass* rows, Py_ssize_t s,
                                           const index_t** columns) noexcept nogil:

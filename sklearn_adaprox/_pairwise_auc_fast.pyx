@@ -101,8 +101,9 @@ cimport numpy as cnp
 import numpy as np
 
 from cython cimport floating
-from libc.math cimport INFINITY, fabs, isfinite, ldexp, sqrt
+from libc.math cimport INFINITY, fabs, isfinite, ldexp, log, sqrt
 from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
 
 cdef extern from "_simd.h" nogil:
     void prefetch_line(const void* p)
@@ -111,14 +112,38 @@ cdef extern from "_simd.h" nogil:
 cdef enum:
     PREFETCH_AHEAD = 16
 
-from ._dataset cimport (RowPass, check_pass_input, float64_values, index_t, longest_row,
-                        plain_rows_largest, row_pass, step_row)
+from ._dataset cimport (RowPass, check_pass_input, float64_values, index_t,
+                        learnable_rows, longest_row, merge_sorted, plain_rows_largest,
+                        row_pass, step_row, vector_length)
 from ._loss cimport Loss
 
+from ._dataset import touched_columns
 from ._loss import Hinge
 from ._step_maps cimport STEP_MAP, compose_range, set_step_map
 
 cnp.import_array()
+
+
+# Arrays made by the C API: a short call makes a few small ones, and
+# np.empty's lookups and keywords cost more than their contents.
+cdef inline cnp.ndarray int64_array(Py_ssize_t n):
+    cdef cnp.npy_intp size = n
+    return cnp.PyArray_EMPTY(1, &size, cnp.NPY_INT64, 0)
+
+
+cdef inline cnp.ndarray float64_array(Py_ssize_t n):
+    cdef cnp.npy_intp size = n
+    return cnp.PyArray_EMPTY(1, &size, cnp.NPY_FLOAT64, 0)
+
+
+cdef inline const int64_t* first_of(const int64_t[::1] columns) noexcept nogil:
+    """The address of the first entry, or NULL for none (``&columns[0]`` is
+    out of bounds then)."""
+    return &columns[0] if columns.shape[0] > 0 else NULL
+
+
+cdef inline const double* first_float_of(const double[::1] values) noexcept nogil:
+    return &values[0] if values.shape[0] > 0 else NULL
 
 # The sums over a step's union, gathered in a local struct that the
 # compiler keeps in registers: as fields of the problem they went back to
@@ -371,13 +396,18 @@ cdef class PairwiseAUCProblem:
     # date (read by nonfinite_state and momentum_support): the first state
     # array left non-finite, and the columns of non-zero momentum
     cdef int moving_nonfinite
-    cdef int64_t[::1] moving_support
+    cdef cnp.ndarray moving_support_array  # a new array each call: the list kept
+    cdef int64_t* moving_support
     cdef Py_ssize_t n_moving_support
     # a short call's (see __init__): the caller's coef_, written by finalize
     # in the moving coordinates, and what they held before the call
     cdef bint keeps_moving
     cdef double[::1] coef_out
-    cdef double[:, ::1] saved
+    cdef double[::1] saved          # 4 entries per moving coordinate, grown as needed
+    # learn_rows's merges of the moving columns (its own, grown as needed),
+    # and the estimator's coef_ it writes (keep_coef_out)
+    cdef int64_t[::1] merge_parts, merge_out
+    cdef double[::1] short_coef_out
 
     def __init__(self, *, Loss loss, str algorithm, str adaptive, double eta,
                  double theta, radius,
@@ -391,20 +421,10 @@ cdef class PairwiseAUCProblem:
                  double[::1] coef_sum=None, int64_t n_averaged=0,
                  const int64_t[::1] moving=None, double[::1] coef_out=None,
                  bint read_flat_pairs=True):
-        cdef Py_ssize_t d = coef.shape[0], q, m, cap, table, n_floats, n_ints
-        cdef double[::1] floats
-        cdef int64_t[::1] ints
-        cdef bint indices_in_range = True
-        for q in range(partner_indices.shape[0]):
-            indices_in_range &= 0 <= partner_indices[q] < d
-        if moving is not None:  # strictly increasing (momentum_support's order)
-            for q in range(moving.shape[0]):
-                indices_in_range &= 0 <= moving[q] < d and (q == 0 or moving[q - 1] < moving[q])
+        cdef Py_ssize_t d = coef.shape[0]
         if (momentum.shape[0] != d or sum_sq_gradient.shape[0] != d
                 or score_stats.shape[0] != 2 or score_stats.shape[1] != 3
-                or partner_values.shape[0] != partner_indices.shape[0]
-                or workspace.stamp.shape[0] != d or workspace.n_stamped != 0
-                or not indices_in_range):
+                or workspace.stamp.shape[0] != d or workspace.n_stamped != 0):
             raise ValueError("The pairwise AUC state arrays do not fit one another.")
         # A pass on this workspace is running (another thread on the same
         # estimator): building this problem would carve and clear the scratch
@@ -413,8 +433,8 @@ cdef class PairwiseAUCProblem:
         if workspace.in_use:
             raise ValueError("The pairwise AUC workspace is in use by another pass "
                              "(concurrent calls on one estimator are not supported).")
-        self.max_steps = n_rows
-        self.max_row_nnz = max_row_nnz
+        if coef_sum is not None and coef_sum.shape[0] != d:
+            raise ValueError("coef_sum needs one entry per feature")
         self.loss = loss
         self.algorithm = ALGORITHM_CODES[algorithm]
         self.coordinate = adaptive == "coordinate" and self.algorithm != OGD
@@ -425,23 +445,67 @@ cdef class PairwiseAUCProblem:
         self.coef = coef
         self.momentum = momentum
         self.sum_sq_gradient = sum_sq_gradient
+        self.score_stats = score_stats
+        self.workspace = workspace
+        self.stamp = workspace.stamp
+        self.stamped = workspace.stamped
+        self.window, self.block_len, self.theta_pow, self.theta_inv_pow = (
+            workspace.theta_tables(self.theta))
+        self.block_slots = (self.window + self.block_len) // self.block_len + 4
+        self.average = coef_sum is not None
+        if self.average:
+            self.coef_sum = coef_sum
+        self.momentum_free = self.theta == 0.0 and not (self.project or self.average)
+        # read_flat_pairs=False: every pair gathers its union (the tests
+        # compare the two ways)
+        self.flat_from = INFINITY
+        if (read_flat_pairs and isinstance(loss, Hinge) and loss.threshold > 0.0
+                and not (self.project or self.average)):
+            self.flat_from = loss.threshold
+        if partner_values.shape[0] != partner_indices.shape[0]:
+            raise ValueError("The pairwise AUC state arrays do not fit one another.")
+        self.start_call(t, total_sq_gradient, pair_weight, ordered_weight,
+                        first_of(partner_indices), first_float_of(partner_values),
+                        partner_indices.shape[0], partner_label, partner_weight, n_rows,
+                        max_row_nnz, n_averaged, moving, coef_out)
+
+    cdef int start_call(self, int64_t t, double total_sq_gradient, double pair_weight,
+                        double ordered_weight, const int64_t* partner_indices,
+                        const double* partner_values, Py_ssize_t partner_nnz,
+                        double partner_label, double partner_weight, Py_ssize_t n_rows,
+                        Py_ssize_t max_row_nnz, int64_t n_averaged,
+                        const int64_t[::1] moving, double[::1] coef_out) except -1:
+        """The state of a call from the fitted values (the arrays are the
+        problem's own views, see __init__; the partner row's ``partner_nnz``
+        entries are copied): what a new problem starts from, and what
+        ``learn_rows`` resets a kept one to.  Checked before any of it is
+        written."""
+        cdef Py_ssize_t d = self.coef.shape[0], q, m, cap, table, n_floats, n_ints
+        cdef double[::1] floats
+        cdef int64_t[::1] ints
+        cdef bint indices_in_range = True
+        for q in range(partner_nnz):
+            indices_in_range &= 0 <= partner_indices[q] < d
+        if moving is not None:  # strictly increasing (momentum_support's order)
+            for q in range(moving.shape[0]):
+                indices_in_range &= 0 <= moving[q] < d and (q == 0 or moving[q - 1] < moving[q])
+        if self.workspace.n_stamped != 0 or not indices_in_range:
+            raise ValueError("The pairwise AUC state arrays do not fit one another.")
+        if coef_out is not None and (self.project or self.average or moving is None
+                                     or coef_out.shape[0] != d):
+            raise ValueError("coef_out needs the moving coordinates and one entry "
+                             "per feature")
+        self.max_steps = n_rows
+        self.max_row_nnz = max_row_nnz
         self.total_sq_gradient = total_sq_gradient
         self.t = t
-        self.score_stats = score_stats
         self.pair_weight = pair_weight
         self.ordered_weight = ordered_weight
         self.partner_label = partner_label
         self.partner_weight = partner_weight
-
-        self.workspace = workspace
-        self.stamp = workspace.stamp
-        self.stamped = workspace.stamped
         self.first_step = t + 1
         self.scale_mant = 1.0
         self.scale_exp = 0
-        self.window, self.block_len, self.theta_pow, self.theta_inv_pow = (
-            workspace.theta_tables(self.theta))
-        self.block_slots = (self.window + self.block_len) // self.block_len + 4
 
         # The arrays of the pass, carved from the workspace's scratch and
         # initialised here: per step of the call (index s - first_step) P at
@@ -449,17 +513,17 @@ cdef class PairwiseAUCProblem:
         # (F_b(s), the block's ring slot, theta^(1-(s-b))) and the B and P of
         # an expired stamp; the live blocks' F_b; per entry of a row pair
         # the partner row, its table and the union.
-        cap = max(min(d, 2 * max(max_row_nnz, partner_indices.shape[0])), 1)
+        cap = max(min(d, 2 * max(max_row_nnz, partner_nnz)), 1)
         m = n_rows + 1
         # the partner's table: a power of two of slots, at least four times as
         # many as the longest partner has entries
         table = 8
-        while table < 4 * max(max_row_nnz, partner_indices.shape[0]):
+        while table < 4 * max(max_row_nnz, partner_nnz):
             table *= 2
         n_floats = 6 * m + self.block_slots + 3 * cap
         n_ints = 3 * m + 2 * cap + 2 * table + 2 * cap
-        floats = workspace.floats(n_floats)
-        ints = workspace.ints(n_ints)
+        floats = self.workspace.floats(n_floats)
+        ints = self.workspace.ints(n_ints)
         floats[:m] = 1.0
         floats[m:4 * m] = 0.0
         floats[4 * m:5 * m] = 1.0
@@ -486,18 +550,23 @@ cdef class PairwiseAUCProblem:
         self.partner_table[:] = -1
         self.partner_slot_of = ints[q + 2 * table:q + 2 * table + cap]
         self.partner_matched = ints[q + 2 * table + cap:q + 2 * table + 2 * cap]
+        self.partner_shift = 0
         # stamp first_step opens its block with F = 0 and P = 1
         self.stamp_theta_inv[0] = self.theta_inv_pow[0]
-        self.partner_nnz = partner_indices.shape[0]
-        for q in range(self.partner_nnz):
+        self.partner_nnz = partner_nnz
+        for q in range(partner_nnz):
             self.partner_indices[q] = partner_indices[q]
             self.partner_values[q] = partner_values[q]
         self.recompute_norms()
-
-        # averaging: a segment tree with a leaf per step of the call, every
-        # map the identity until its step is taken
-        self.average = coef_sum is not None
-        self.momentum_free = self.theta == 0.0 and not (self.project or self.average)
+        # what a step leaves for the next one: nothing yet
+        self.union_nnz = 0
+        self.pair_margin = self.sq_norm_diff = 0.0
+        self.union_dot_old = self.union_sq_old = 0.0
+        self.union_dot_new = self.union_sq_new = 0.0
+        self.partner_measured = False
+        self.partner_score = self.partner_scale = self.partner_sq_norm = 0.0
+        self.partner_measured_nnz = 0
+        self.n_flat_reads = 0
         self.moved_at = 0
         self.moved_d = 0.0
         self.moved_nonfinite = False
@@ -505,31 +574,22 @@ cdef class PairwiseAUCProblem:
         # without projection or averaging a weight moves only by its
         # momentum, so finalize needs only the coordinates that can have any
         self.moving = moving if not (self.project or self.average) else None
-        # read_flat_pairs=False: every pair gathers its union (the tests
-        # compare the two ways)
-        self.flat_from = INFINITY
-        if (read_flat_pairs and isinstance(loss, Hinge) and loss.threshold > 0.0
-                and not (self.project or self.average)):
-            self.flat_from = loss.threshold
-        self.n_flat_reads = 0
-        self.partner_measured = False
         self.moving_nonfinite = -1
         self.n_moving_support = 0
         if self.moving is not None:
-            self.moving_support = np.empty(self.moving.shape[0], dtype=np.int64)
+            self.moving_support_array = int64_array(self.moving.shape[0])
+            self.moving_support = <int64_t*> cnp.PyArray_DATA(self.moving_support_array)
+        # averaging: a segment tree with a leaf per step of the call, every
+        # map the identity until its step is taken
         self.n_leaves = 1
         if self.average:
-            if coef_sum.shape[0] != d:
-                raise ValueError("coef_sum needs one entry per feature")
-            self.coef_sum = coef_sum
             self.n_leaves = max(n_rows, 1)
             self.step_maps = np.tile(np.array([1.0, 0.0, 1.0, 0.0, 0.0]),
                                      (2 * self.n_leaves, 1))
+        self.keeps_moving = False
         if coef_out is not None:
-            if self.moving is None or coef_out.shape[0] != d:
-                raise ValueError("coef_out needs the moving coordinates and one entry "
-                                 "per feature")
             self.save_moving(coef_out)
+        return 0
 
     cdef void save_moving(self, double[::1] coef_out):
         """A short call (``_short_calls.PairwiseAUCPath``): keep the
@@ -541,30 +601,52 @@ cdef class PairwiseAUCProblem:
         cdef Py_ssize_t q, j, n_moving = self.moving.shape[0]
         self.keeps_moving = True
         self.coef_out = coef_out
-        self.saved = np.empty((4, n_moving), dtype=np.float64)
+        if self.saved is None or self.saved.shape[0] < 4 * n_moving:
+            self.saved = float64_array(max(4 * n_moving, 64))
         for q in range(n_moving):
             if q + PREFETCH_AHEAD < n_moving:
                 j = self.moving[q + PREFETCH_AHEAD]
                 self.prefetch(j, True)
                 prefetch_line(&coef_out[j])
             j = self.moving[q]
-            self.saved[0, q] = self.coef[j]
-            self.saved[1, q] = self.momentum[j]
-            self.saved[2, q] = self.sum_sq_gradient[j]
-            self.saved[3, q] = coef_out[j]
+            self.saved[4 * q] = self.coef[j]
+            self.saved[4 * q + 1] = self.momentum[j]
+            self.saved[4 * q + 2] = self.sum_sq_gradient[j]
+            self.saved[4 * q + 3] = coef_out[j]
 
-    def restore_moving(self):
+    cdef void put_back_moving(self) noexcept:
         """Put back what ``save_moving`` kept (after a pass that left a
-        value that is not finite, or was interrupted)."""
+        value that is not finite, or was interrupted), once."""
         cdef Py_ssize_t q, j
         if not self.keeps_moving:
             return
         for q in range(self.moving.shape[0]):
             j = self.moving[q]
-            self.coef[j] = self.saved[0, q]
-            self.momentum[j] = self.saved[1, q]
-            self.sum_sq_gradient[j] = self.saved[2, q]
-            self.coef_out[j] = self.saved[3, q]
+            self.coef[j] = self.saved[4 * q]
+            self.momentum[j] = self.saved[4 * q + 1]
+            self.sum_sq_gradient[j] = self.saved[4 * q + 2]
+            self.coef_out[j] = self.saved[4 * q + 3]
+        self.keeps_moving = False
+
+    def restore_moving(self):
+        """Take back the pass of the last ``learn_rows`` call, unless
+        ``commit`` has made it part of the fitted state (or it was taken
+        back already); nothing while a pass uses the problem (another
+        thread's, whose entries these are not)."""
+        if not self.workspace.in_use:
+            self.put_back_moving()
+
+    def keep_coef_out(self, double[::1] coef_out not None):
+        """The array (the estimator's coef_) whose entries ``learn_rows``
+        writes in the columns its pass can change."""
+        if coef_out.shape[0] != self.coef.shape[0]:
+            raise ValueError("coef_out needs one entry per feature")
+        self.short_coef_out = coef_out
+
+    def commit(self):
+        """The pass of the last ``learn_rows`` call is in the fitted state:
+        ``restore_moving`` no longer takes it back."""
+        self.keeps_moving = False
 
     # -- the lazy representation -------------------------------------------
 
@@ -816,7 +898,7 @@ cdef class PairwiseAUCProblem:
         if self.t < self.first_step:
             return None
         if self.moving is not None:  # listed by finalize, in moving's order
-            return np.asarray(self.moving_support)[:self.n_moving_support]
+            return self.moving_support_array[:self.n_moving_support]
         if self.momentum_free:  # the last step's union, if it moved
             if self.moved_at != self.t:
                 return np.empty(0, dtype=np.int64)
@@ -834,6 +916,18 @@ cdef class PairwiseAUCProblem:
         support = support[:n]
         support.sort()
         return support
+
+    cdef tuple last_row(self):
+        """(indices, values) of the last row a step used: copies of the
+        partner's entries (the next call's first partner)."""
+        cdef cnp.ndarray indices = int64_array(self.partner_nnz)
+        cdef cnp.ndarray values = float64_array(self.partner_nnz)
+        if self.partner_nnz > 0:
+            memcpy(cnp.PyArray_DATA(indices), &self.partner_indices[0],
+                   self.partner_nnz * sizeof(int64_t))
+            memcpy(cnp.PyArray_DATA(values), &self.partner_values[0],
+                   self.partner_nnz * sizeof(double))
+        return indices, values
 
     cdef void release_workspace(self) noexcept nogil:
         """Zero the workspace again (after the call's last read of it)."""
@@ -1493,24 +1587,31 @@ cdef inline void empty_partner_table(PairwiseAUCProblem problem) noexcept nogil:
         problem.partner_table[2 * problem.partner_slot_of[q]] = -1
 
 
-def run_epoch(PairwiseAUCProblem problem,
-              const floating[::1] X_data,
-              const index_t[::1] X_indices,
-              const index_t[::1] X_indptr,
-              bint is_dense,
-              Py_ssize_t n_features,
-              const double[::1] y,
-              const double[::1] sample_weight,
-              const int64_t[::1] order):
-    """One pass over ``X[order]`` (y in {-1, +1}); rows of weight 0 are skipped.
+cdef int claim_workspace(PairwiseWorkspace workspace) except -1:
+    """Mark the workspace in use by a pass (with the GIL held, so that no
+    other pass can take it too), or raise if one is using it."""
+    if workspace.in_use:
+        raise ValueError("The pairwise AUC workspace is in use by another pass "
+                         "(concurrent calls on one estimator are not supported).")
+    workspace.in_use = True
+    return 0
 
-    Returns ``(sum of pair weight * pair loss, sum of pair weights)`` over the
-    pairs with different labels, each loss measured before its step, the
-    (indices, values) of the last row used (None if no row had weight),
-    ``nonfinite_state()``: which state array the pass left with a NaN or an
-    infinity (-1: none), and ``momentum_support()``: the sorted columns of
-    non-zero momentum (None: the pass took no step).
-    """
+
+cdef Py_ssize_t pass_rows(PairwiseAUCProblem problem,
+                          const floating[::1] X_data,
+                          const index_t[::1] X_indices,
+                          const index_t[::1] X_indptr,
+                          bint is_dense,
+                          Py_ssize_t n_features,
+                          const double[::1] y,
+                          const double[::1] sample_weight,
+                          const int64_t[::1] order,
+                          bint claimed,
+                          double* sums) except -2:
+    """The steps of one pass over ``X[order]`` and the problem's finalize:
+    ``run_epoch`` without its results.  Adds the pairs' weighted loss and
+    weight to ``sums[0]`` and ``sums[1]``; returns the last row used (-1:
+    none).  ``claimed``: the caller has claimed the workspace already."""
     check_pass_input(X_data, X_indices, X_indptr, is_dense, n_features,
                      problem.coef.shape[0], y.shape[0], sample_weight, order)
     # the call's workspaces were sized for at most max_steps rows of at most
@@ -1533,15 +1634,12 @@ def run_epoch(PairwiseAUCProblem problem,
     cdef int64_t k
     cdef double sw, label, d, gamma, rho
     cdef double score = 0.0
-    cdef double sum_loss = 0.0, sum_weight = 0.0
     cdef bint measured
     cdef RowMeasure row
 
     # taken with the GIL held, so that no other pass can take it too
-    if problem.workspace.in_use:
-        raise ValueError("The pairwise AUC workspace is in use by another pass "
-                         "(concurrent calls on one estimator are not supported).")
-    problem.workspace.in_use = True
+    if not claimed:
+        claim_workspace(problem.workspace)
     with nogil:
         # the workspace is written only from here on, where nothing can fail
         for s in range(rows.n_steps):
@@ -1585,7 +1683,7 @@ def run_epoch(PairwiseAUCProblem problem,
                 else:
                     score = gather_union(problem, row_data, row_indices, nnz, k)
                 empty_partner_table(problem)
-            d = problem.pair_gradient(label, sw, &sum_loss, &sum_weight)
+            d = problem.pair_gradient(label, sw, &sums[0], &sums[1])
             if d == 0.0:
                 # no gradient (equal labels, or a pair the loss is flat on):
                 # the union's momentum only decays and its weights move,
@@ -1628,15 +1726,230 @@ def run_epoch(PairwiseAUCProblem problem,
         if partner_nnz >= 0:
             keep_partner(problem, partner_data, partner_indices, partner_nnz)
         problem.finalize()
+    return last_row
 
+
+def run_epoch(PairwiseAUCProblem problem,
+              const floating[::1] X_data,
+              const index_t[::1] X_indices,
+              const index_t[::1] X_indptr,
+              bint is_dense,
+              Py_ssize_t n_features,
+              const double[::1] y,
+              const double[::1] sample_weight,
+              const int64_t[::1] order):
+    """One pass over ``X[order]`` (y in {-1, +1}); rows of weight 0 are skipped.
+
+    Returns ``(sum of pair weight * pair loss, sum of pair weights)`` over the
+    pairs with different labels, each loss measured before its step, the
+    (indices, values) of the last row used (None if no row had weight),
+    ``nonfinite_state()``: which state array the pass left with a NaN or an
+    infinity (-1: none), and ``momentum_support()``: the sorted columns of
+    non-zero momentum (None: the pass took no step).
+    """
+    cdef double sums[2]
+    sums[0] = sums[1] = 0.0
+    cdef Py_ssize_t last_row = pass_rows(problem, X_data, X_indices, X_indptr, is_dense,
+                                         n_features, y, sample_weight, order, False, sums)
     last = None
     if last_row >= 0:
-        last = (np.asarray(problem.partner_indices)[:problem.partner_nnz].copy(),
-                np.asarray(problem.partner_values)[:problem.partner_nnz].copy())
+        last = problem.last_row()
     nonfinite = problem.nonfinite_state()
     support = problem.momentum_support()
     problem.release_workspace()
-    return sum_loss, sum_weight, last, nonfinite, support
+    return sums[0], sums[1], last, nonfinite, support
+
+
+cdef double lda_threshold(const double[:, ::1] score_stats) noexcept nogil:
+    """The score threshold between the classes of the weighted score
+    statistics ``[[w, sum s, sum s^2] of the negatives, of the positives]``
+    (see ``PairwiseAUCClassifier``'s Notes): 0 while a class has no weight."""
+    cdef double w_neg = score_stats[0, 0], s_neg = score_stats[0, 1]
+    cdef double q_neg = score_stats[0, 2], w_pos = score_stats[1, 0]
+    cdef double s_pos = score_stats[1, 1], q_pos = score_stats[1, 2]
+    cdef double mu_neg, mu_pos, var, tau
+    if w_neg <= 0.0 or w_pos <= 0.0:
+        return 0.0
+    mu_neg = s_neg / w_neg
+    mu_pos = s_pos / w_pos
+    var = (q_neg - w_neg * (mu_neg * mu_neg)) + (q_pos - w_pos * (mu_pos * mu_pos))
+    if 0.0 > var:  # not fmax: a NaN stays NaN (and fails the finite checks)
+        var = 0.0
+    var /= w_neg + w_pos
+    tau = 0.5 * (mu_neg + mu_pos)
+    if mu_pos > mu_neg:
+        tau += var * log(w_neg / w_pos) / (mu_pos - mu_neg)
+    elif w_neg != w_pos:
+        # the scores do not order the classes: no threshold separates them,
+        # so lean towards the (weighted) majority class
+        tau += (3.0 if w_neg > w_pos else -3.0) * sqrt(var)
+    return tau
+
+
+def score_threshold(const double[:, ::1] score_stats):
+    """``lda_threshold`` of a (2, 3) array of score statistics."""
+    if score_stats.shape[0] != 2 or score_stats.shape[1] != 3:
+        raise ValueError("score statistics are a (2, 3) array")
+    return lda_threshold(score_stats)
+
+
+cdef const double* score_stats_values(object score_stats) except NULL:
+    """The six values of a (2, 3) float64 array read in place, else
+    ValueError."""
+    cdef cnp.ndarray a
+    if cnp.PyArray_Check(score_stats):
+        a = score_stats
+        if (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_ISCARRAY_RO(a)
+                and cnp.PyArray_ISNOTSWAPPED(a) and cnp.PyArray_NDIM(a) == 2
+                and cnp.PyArray_DIM(a, 0) == 2 and cnp.PyArray_DIM(a, 1) == 3):
+            return <const double*> cnp.PyArray_DATA(a)
+    raise ValueError("expected a contiguous (2, 3) float64 array of score statistics.")
+
+
+cdef bint increasing(const int64_t* columns, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t q
+    for q in range(1, n):
+        if columns[q] <= columns[q - 1]:
+            return False
+    return True
+
+
+def learn_rows(PairwiseAUCProblem problem,
+               const floating[::1] X_data,
+               const index_t[::1] X_indices,
+               const index_t[::1] X_indptr,
+               bint is_dense,
+               Py_ssize_t n_features,
+               const double[::1] y,
+               const double[::1] sample_weight,
+               const int64_t[::1] order,
+               double largest_factor,
+               double limit,
+               int64_t t,
+               double total_sq_gradient,
+               double pair_weight,
+               double ordered_weight,
+               partner_indices,
+               partner_values,
+               double partner_label,
+               double partner_weight,
+               score_stats,
+               momentum_support,
+               bint fit_intercept):
+    """A short call's pass (``_short_calls.PairwiseAUCPath``) on a problem
+    kept between calls: ``run_epoch`` over ``X[order]`` from the fitted
+    values (t, the accumulated squared gradients, the pair weights, the
+    partner, the score statistics), without momentum outside
+    ``momentum_support`` (the sorted columns the last call listed), with
+    the weights of the columns the pass can change written to the
+    problem's ``keep_coef_out`` array.  The fitted arrays are read in place
+    (``_dataset.vector_length``: contiguous, of their types, else
+    ValueError, before anything changes).
+
+    Returns ``(sum of pair losses, their weight, t, pair_weight,
+    ordered_weight, partner_label, partner_weight, (indices, values) of the
+    last row or None, score_stats, total_sq_gradient, intercept,
+    momentum_support)``: the three arrays after the last row are views of
+    one new array (the new fitted arrays of those names), the last the
+    columns of non-zero momentum after the pass.  Returns None, with the
+    state as it was, for rows that are not plain or could overflow the
+    state (``_dataset.learnable_rows``) and when the pass leaves a value
+    that is not finite (the general path then names the fault).  Raises,
+    changing nothing, if another pass uses the problem or the fitted arrays
+    are not as described.  Until the problem's ``commit``, its
+    ``restore_moving`` takes the pass back.
+    """
+    cdef PairwiseWorkspace workspace = problem.workspace
+    cdef Py_ssize_t n_rows = order.shape[0], n_between, n_moving, last, q, nnz, size
+    cdef Py_ssize_t n_partner_row = vector_length(partner_indices, cnp.NPY_INT64)
+    cdef Py_ssize_t n_partner = n_partner_row
+    cdef Py_ssize_t n_support = vector_length(momentum_support, cnp.NPY_INT64)
+    cdef const int64_t* partner = <const int64_t*> cnp.PyArray_DATA(partner_indices)
+    cdef const int64_t* support = <const int64_t*> cnp.PyArray_DATA(momentum_support)
+    cdef const double* values = float64_values(partner_values, n_partner, False)
+    cdef const double* stats_before = score_stats_values(score_stats)
+    cdef double sums[2]
+    cdef const int64_t[::1] columns, sorted_partner
+    cdef int64_t[::1] parts, moving
+    cdef double intercept
+    cdef bint finite
+    if problem.short_coef_out is None:
+        raise ValueError("learn_rows needs the problem's keep_coef_out array.")
+    sums[0] = sums[1] = 0.0
+    # before anything is read or written: a pass of another thread reads
+    # the problem's scalars and scratch
+    claim_workspace(workspace)
+    problem.keeps_moving = False  # nothing of this call to put back yet
+    try:
+        if not learnable_rows(X_data, X_indices, X_indptr, is_dense, n_features, n_rows,
+                              largest_factor, limit):
+            workspace.in_use = False
+            return None
+        # the columns the pass can change (see the estimator's
+        # _changeable_columns): those of non-zero momentum, the partner's and
+        # the rows', merged in O(nnz); all of them for dense rows
+        if is_dense:
+            moving = np.arange(n_features, dtype=np.int64)
+        else:
+            if not increasing(support, n_support):
+                raise ValueError("The pairwise AUC state arrays do not fit one another.")
+            if not increasing(partner, n_partner):
+                sorted_partner = np.unique(partner_indices)
+                partner = first_of(sorted_partner)
+                n_partner = sorted_partner.shape[0]
+            nnz = X_indptr[n_rows]
+            if n_rows > 1:
+                columns = touched_columns(np.asarray(X_indices)[:nnz], n_features)
+                nnz = columns.shape[0]
+            size = n_support + n_partner + nnz + 1
+            if problem.merge_out is None or problem.merge_out.shape[0] < size:
+                problem.merge_parts = int64_array(2 * size)
+                problem.merge_out = int64_array(2 * size)
+            parts = problem.merge_parts
+            n_between = merge_sorted(support, n_support, partner, n_partner, &parts[0])
+            if n_rows == 1:  # a plain row's columns: strictly increasing already
+                for q in range(nnz):
+                    parts[n_between + q] = X_indices[q]
+            else:
+                parts[n_between:n_between + nnz] = columns
+            n_moving = merge_sorted(&parts[0], n_between, &parts[n_between], nnz,
+                                    &problem.merge_out[0])
+            moving = problem.merge_out[:n_moving]
+        for q in range(6):
+            problem.score_stats[q // 3, q % 3] = stats_before[q]
+        problem.start_call(t, total_sq_gradient, pair_weight, ordered_weight,
+                           <const int64_t*> cnp.PyArray_DATA(partner_indices), values,
+                           n_partner_row, partner_label,
+                           partner_weight, n_rows,
+                           longest_row(X_indptr, is_dense, n_features, n_rows), 0, moving,
+                           problem.short_coef_out)
+        last = pass_rows(problem, X_data, X_indices, X_indptr, is_dense, n_features, y,
+                         sample_weight, order, True, sums)
+        intercept = -lda_threshold(problem.score_stats) if fit_intercept else 0.0
+        finite = (problem.nonfinite_state() < 0 and isfinite(problem.total_sq_gradient)
+                  and isfinite(intercept))
+        for q in range(6):
+            finite &= isfinite(problem.score_stats[q // 3, q % 3])
+        if not finite:
+            problem.put_back_moving()
+            problem.release_workspace()
+            return None
+        # the fitted arrays of the result: new ones, as a general call makes
+        after = float64_array(8)
+        memcpy(cnp.PyArray_DATA(after), &problem.score_stats[0, 0], 6 * sizeof(double))
+        (<double*> cnp.PyArray_DATA(after))[6] = problem.total_sq_gradient
+        (<double*> cnp.PyArray_DATA(after))[7] = intercept
+        result = (sums[0], sums[1], problem.t, problem.pair_weight, problem.ordered_weight,
+                  problem.partner_label, problem.partner_weight,
+                  problem.last_row() if last >= 0 else None, after[:6].reshape(2, 3),
+                  after[6:7], after[7:8], problem.momentum_support())
+    except BaseException:
+        # e.g. no memory for an array: the state as it was
+        problem.put_back_moving()
+        problem.release_workspace()
+        raise
+    problem.release_workspace()
+    return result
 
 
 def csr_row_scores(const double[:, ::1] coef, intercept,

@@ -49,7 +49,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from . import _adagrad_fast, _adagrad_multinomial_fast, _implicit_ftrl_fast, _pairwise_auc_fast
 from ._base import (SCALE_LIMIT, all_finite, check_class_weight, new_state_version,
                     param_values, same_params)
-from ._dataset import dense_row_indices, rows_learnable, touched_columns
+from ._dataset import dense_row_indices
 
 # Chunks up to this many rows take the short path; a larger chunk's own work
 # dwarfs the general path's fixed cost, and its problems may run in threads.
@@ -532,24 +532,31 @@ class ImplicitFTRLPath(_ShortPath):
 class PairwiseAUCPath(_ShortPath):
     """``PairwiseAUCClassifier`` while its weights move by their momentum
     alone (``_moves_by_momentum_only``: no projection, no averaging) and
-    ``eta_`` is resolved: the kernel's pass (``_pairwise_auc_fast.run_epoch``)
-    updates the arrays in place in the columns the call can change
-    (``_changeable_columns``: the rows', the partner's and those of non-zero
-    momentum, some J rows' worth), whose entries are saved before it and put
-    back if it leaves a value that is not finite.  Rows are scored with the
-    stored ``coef_`` (``_pairwise_auc_fast.csr_row_scores``)."""
+    ``eta_`` is resolved: the kernel's problem is kept, with a workspace of
+    its own, and ``_pairwise_auc_fast.learn_rows`` resets it to the fitted
+    values and makes the pass, updating the arrays in place in the columns
+    the call can change (the rows', the partner's and those of non-zero
+    momentum that the last call listed: ``_changeable_columns``) and
+    putting their entries back if it leaves a value that is not finite.
+    Rows are scored with the stored ``coef_``
+    (``_pairwise_auc_fast.csr_row_scores``)."""
 
-    kernels = _specialised(rows_learnable, _pairwise_auc_fast.run_epoch,
-                           _pairwise_auc_fast.csr_row_scores)
+    kernels = _specialised(_pairwise_auc_fast.learn_rows, _pairwise_auc_fast.csr_row_scores)
     problems = ()  # one problem, never run in threads (short_partial_fit)
-    # updated in place: the first three by the pass, coef_ after it
+    # updated in place: the first three by the pass, coef_ in the columns
+    # the pass can change
     array_names = ("iterate_", "momentum_", "sum_sq_gradient_", "coef_")
-    # what a call replaces (_pass_results: new arrays and values), and its own
+    # what a call replaces, and its own
     scalars = ("t_", "n_iter_", "_state_version", "score_stats_", "total_sq_gradient_",
-               "averaged_steps_", "pair_weight_", "ordered_pair_weight_", "progressive_auc_",
-               "intercept_", "last_sample_indices_", "last_sample_values_",
-               "last_sample_label_", "last_sample_weight_")
+               "pair_weight_", "ordered_pair_weight_", "progressive_auc_", "intercept_",
+               "last_sample_indices_", "last_sample_values_", "last_sample_label_",
+               "last_sample_weight_")
     get_scalars = operator.itemgetter(*scalars)
+    # the fitted values the pass starts from, after t_ and total_sq_gradient_
+    get_before = operator.itemgetter("pair_weight_", "ordered_pair_weight_",
+                                     "last_sample_indices_", "last_sample_values_",
+                                     "last_sample_label_", "last_sample_weight_",
+                                     "score_stats_")
 
     @classmethod
     def takes(cls, est):
@@ -568,72 +575,55 @@ class PairwiseAUCPath(_ShortPath):
         super().__init__(est, params)
         state = est.__dict__
         self.arrays = tuple(state[name] for name in self.array_names) + (state["eta_"],)
+        self.fit_intercept = bool(est.fit_intercept)
+        self.problem = est._short_problem()
 
     def owns(self, state):
         return all(map(operator.is_, map(state.get, self.array_names + ("eta_",)), self.arrays))
 
     def learn(self, est, rows, targets, sample_weight, largest_factor, order):
         data, indices, indptr, is_dense, kernels = rows
-        n_features = self.n_features
-        if not kernels[0](data, indices, indptr, is_dense, n_features, order.shape[0],
-                          largest_factor, SCALE_LIMIT):
-            return False  # rows not plain: the general path names the fault
+        support = est._listed_momentum_support()
+        if support is None:
+            return False  # the general path reads momentum_ once, and lists it
         state = est.__dict__
-        # the columns the pass can change (all of them for dense rows); a
-        # plain row's are sorted and distinct already
-        moving = None if is_dense else est._changeable_columns(
-            indices.astype(np.int64) if order.shape[0] == 1
-            else touched_columns(indices, n_features))
-        arrays = [array[0] for array in self.arrays[:4]]  # rows of 1-D views
         old = self.get_scalars(state)
         curve = state["loss_curve_"]
         n_points = len(curve)
-        score_stats = np.array(state["score_stats_"])  # the pass writes it
-        learnt = problem = saved = None
+        learnt = None
         try:
-            with est._lent_workspace() as workspace:
-                # the problem keeps the entries of the moving columns (and
-                # writes coef_ there); for dense rows, every entry is kept here
-                problem = est._pass_problem((data, indices, indptr, is_dense, n_features),
-                                            order.shape[0], score_stats, moving, workspace,
-                                            coef_out=None if is_dense else arrays[3])
-                if is_dense:
-                    saved = [array.copy() for array in arrays]
-                learnt = kernels[1](problem, data, indices, indptr, is_dense, n_features,
-                                    targets[0], sample_weight, order)
-            sum_loss, sum_weight, last, nonfinite, support = learnt
-            results = est._pass_results(problem, last, score_stats)
-            if nonfinite >= 0 or not all_finite(np.concatenate(
-                    [score_stats.ravel(), results["total_sq_gradient_"],
-                     results["intercept_"]])):
-                self._put_back(problem, arrays, saved)
-                return False  # the general path raises its error
+            learnt = kernels[0](self.problem, data, indices, indptr, is_dense,
+                                self.n_features, targets[0], sample_weight, order,
+                                largest_factor, SCALE_LIMIT, state["t_"],
+                                state["total_sq_gradient_"][0], *self.get_before(state),
+                                support, self.fit_intercept)
+            if learnt is None:  # rows not plain, or a non-finite pass taken back
+                return False  # the general path names the fault
+            (sum_loss, sum_weight, t, pair_weight, ordered_weight, label, weight, last,
+             score_stats, total_sq_gradient, intercept, support) = learnt
             curve.append(sum_loss / sum_weight if sum_weight > 0 else np.nan)
-            state.update(results)
-            state.update(t_=old[0] + int(np.count_nonzero(sample_weight)), n_iter_=1,
-                         _state_version=new_state_version(), score_stats_=score_stats)
-            if is_dense:
-                est._write_coef(None)
+            state.update(
+                t_=t, n_iter_=1, _state_version=new_state_version(), score_stats_=score_stats,
+                total_sq_gradient_=total_sq_gradient, pair_weight_=pair_weight,
+                ordered_pair_weight_=ordered_weight,
+                progressive_auc_=ordered_weight / pair_weight if pair_weight > 0 else np.nan,
+                intercept_=intercept)
+            if last is not None:
+                state.update(last_sample_indices_=last[0], last_sample_values_=last[1],
+                             last_sample_label_=label, last_sample_weight_=weight)
             est._list_momentum_support(support)
+            self.problem.commit()
         except BaseException as exc:  # e.g. KeyboardInterrupt: back to the state before
-            if problem is not None:
-                self._put_back(problem, arrays, saved)
+            # (the pass, if it was made: the kernel takes back one it fails itself)
+            self.problem.restore_moving()
             return _taken_back(state, self.scalars, old, curve, n_points, learnt, exc)
         return True
 
     def scores(self, est, X, rows):
         data, indices, indptr, _, kernels = rows
         state = est.__dict__
-        return kernels[2](state["coef_"], state["intercept_"], data, indices, indptr,
+        return kernels[1](state["coef_"], state["intercept_"], data, indices, indptr,
                           X.shape[0])
-
-    @staticmethod
-    def _put_back(problem, arrays, saved):
-        if saved is None:
-            problem.restore_moving()
-        else:
-            for array, values in zip(arrays, saved):
-                array[:] = values
 
 
 def _short_path(est, scoring=False):

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from ._base import BaseOnlineLinearClassifier
 from ._dataset import row_moments, sorted_distinct, sorted_union, touched_columns
 from ._loss import make_pair_loss
-from ._pairwise_auc_fast import PairwiseAUCProblem, PairwiseWorkspace, run_epoch
+from ._pairwise_auc_fast import PairwiseAUCProblem, PairwiseWorkspace, run_epoch, score_threshold
 from ._short_calls import PairwiseAUCPath, short_partial_fit, short_scores
 
 # eta="auto" is c / s**p, s the row scale and p the power that makes the
@@ -29,10 +29,11 @@ AUTO_ETA_POWER = {"aogd": 1, "ogd": 2, "aogd_strongly_convex": 0}
 # 2, 4 on every set tried (ionosphere, heart, a9a, w8a, SMS tf-idf).
 AUTO_ETA_SCALE = {"norm": 4.0, "coordinate": 0.5}
 
-# The clean workspace of the last call, for the next call of that width (of
-# any estimator): a fresh one maps its pages again, which on 2**24 columns
-# was half of a one-row partial_fit.  One at a time, so the memory kept is
-# at most that of one workspace (17 bytes per column).
+# The clean workspace of the last call of the general path, for the next
+# such call of that width (of any estimator): a fresh one maps its pages
+# again (on 2**24 columns, half of a one-row partial_fit when short calls
+# took it too; they keep their own now).  One at a time, so the memory kept
+# is at most that of one workspace (17 bytes per column).
 _SPARE_WORKSPACE = {}
 
 
@@ -442,9 +443,9 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
                 and partner.dtype == np.int64 and partner.ndim == 1):
             return columns  # (a malformed state: the kernel refuses it unchanged)
         partner = partner[(partner >= 0) & (partner < d)]
-        listed = _MOMENTUM_SUPPORT.get(self)
-        if listed is not None and listed[0] == self.__dict__.get("_state_version"):
-            return sorted_union(listed[1], sorted_distinct(np.concatenate([columns, partner])))
+        listed = self._listed_momentum_support()
+        if listed is not None:
+            return sorted_union(listed, sorted_distinct(np.concatenate([columns, partner])))
         # a mask, not a union of sorted lists: the momentum's columns are
         # most of a narrow model's, and flatnonzero of the floats themselves
         # is six times slower than of this comparison
@@ -511,9 +512,14 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             self.eta_[0] = float(self.eta)
         elif np.isnan(self.eta_[0]) and np.any(sample_weight):
             self.eta_[0] = self._auto_eta(rows, y, sample_weight)
+        X_data, X_indices, X_indptr, is_dense, n_features = rows
+        if is_dense:
+            max_row_nnz = n_features
+        else:
+            max_row_nnz = int(np.diff(X_indptr).max()) if X_indptr.shape[0] > 1 else 0
         problem = self._pass_problem(
-            rows, order.shape[0], self.score_stats_, self._moving_columns(),
-            self._workspace(k, lambda: _take_workspace(rows[4])))
+            order.shape[0], max_row_nnz, self.score_stats_, self._moving_columns(),
+            self._workspace(k, lambda: _take_workspace(n_features)))
         sum_loss, sum_weight, last, nonfinite, support = run_epoch(
             problem, *rows, y, sample_weight, order)
         if nonfinite >= 0:
@@ -525,17 +531,14 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             self._update_coef()
         return sum_loss, sum_weight
 
-    def _pass_problem(self, rows, n_rows, score_stats, moving, workspace, coef_out=None):
-        """The kernel's problem for a pass over ``n_rows`` of ``rows`` from
-        the fitted state (its arrays updated in place, the score statistics
-        in ``score_stats``), with ``eta_`` resolved (or NaN: no step reads it
-        while every weight is 0) and ``moving`` as ``_moving_columns``.
-        ``coef_out``: see the kernel's ``save_moving``."""
-        X_data, X_indices, X_indptr, is_dense, n_features = rows
-        if is_dense:
-            max_row_nnz = n_features
-        else:
-            max_row_nnz = int(np.diff(X_indptr).max()) if X_indptr.shape[0] > 1 else 0
+    def _pass_problem(self, n_rows, max_row_nnz, score_stats, moving, workspace,
+                      coef_out=None):
+        """The kernel's problem for a pass over ``n_rows`` rows of at most
+        ``max_row_nnz`` entries from the fitted state (its arrays updated in
+        place, the score statistics in ``score_stats``), with ``eta_``
+        resolved (or NaN: no step reads it while every weight is 0) and
+        ``moving`` as ``_moving_columns``.  ``coef_out``: see the kernel's
+        ``save_moving``."""
         eta = self.eta_[0]
         return PairwiseAUCProblem(
             loss=make_pair_loss(self._loss_name()),
@@ -565,6 +568,15 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             coef_out=coef_out,
         )
 
+    def _short_problem(self):
+        """The problem a short path keeps (``_short_calls.PairwiseAUCPath``),
+        on a workspace of its own: built on the fitted values, which its
+        ``learn_rows`` calls reset it to."""
+        problem = self._pass_problem(0, 0, np.zeros((2, 3)), np.zeros(0, dtype=np.int64),
+                                     _take_workspace(self.n_features_in_))
+        problem.keep_coef_out(self.coef_[0])
+        return problem
+
     def _pass_results(self, problem, last, score_stats):
         """The fitted values a pass of ``problem`` changed other than its
         arrays (``last``: the last row it used, or None; ``score_stats``:
@@ -593,16 +605,6 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
                 yield
             finally:
                 _keep_spare(self.__dict__.get("_workspaces", {}).get(0))
-
-    @contextlib.contextmanager
-    def _lent_workspace(self):
-        """A clean workspace of the fitted width for a pass outside
-        ``_call_workspaces`` (the short path), kept for the next call."""
-        workspace = _take_workspace(self.n_features_in_)
-        try:
-            yield workspace
-        finally:
-            _keep_spare(workspace)
 
     # the state's arrays of one entry per feature
     _feature_arrays = ("coef_", "iterate_", "coef_sum_", "momentum_", "sum_sq_gradient_")
@@ -690,23 +692,19 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
 
     def _threshold(self, score_stats=None):
         """LDA threshold of the prequential score statistics (see Notes):
-        ``score_stats``, or by default the fitted ``score_stats_``."""
+        ``score_stats``, or by default the fitted ``score_stats_``.  The
+        kernel's, which a short call computes too: the same bits."""
         if score_stats is None:
             score_stats = self.score_stats_
-        (w_neg, s_neg, q_neg), (w_pos, s_pos, q_pos) = score_stats
-        if w_neg <= 0 or w_pos <= 0:
-            return 0.0
-        mu_neg, mu_pos = s_neg / w_neg, s_pos / w_pos
-        var = max((q_neg - w_neg * mu_neg**2) + (q_pos - w_pos * mu_pos**2), 0.0)
-        var /= w_neg + w_pos
-        tau = 0.5 * (mu_neg + mu_pos)
-        if mu_pos > mu_neg:
-            tau += var * np.log(w_neg / w_pos) / (mu_pos - mu_neg)
-        elif w_neg != w_pos:
-            # The scores do not order the classes: no threshold separates
-            # them, so lean towards the (weighted) majority class.
-            tau += np.sign(w_neg - w_pos) * 3.0 * np.sqrt(var)
-        return float(tau)
+        return score_threshold(np.ascontiguousarray(score_stats, dtype=np.float64))
+
+    def _listed_momentum_support(self):
+        """The columns of non-zero momentum the last pass on this state
+        listed (``_MOMENTUM_SUPPORT``), or None."""
+        listed = _MOMENTUM_SUPPORT.get(self)
+        if listed is not None and listed[0] == self.__dict__.get("_state_version"):
+            return listed[1]
+        return None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -280,13 +280,13 @@ def test_a_wide_fresh_fit_works_on_the_columns_of_X_alone(params, monkeypatch):
     X = sp.random(60, 5000, density=0.002, format="csr", random_state=rng)
     y = rng.randint(0, 2, 60)
     widths = []
-    original = PairwiseAUCClassifier._pass_problem
+    original = PairwiseAUCClassifier._run_epoch
 
-    def spy(self, rows, *args, **kwargs):
+    def spy(self, k, rows, *args, **kwargs):
         widths.append((rows[4], self.iterate_.shape[1]))
-        return original(self, rows, *args, **kwargs)
+        return original(self, k, rows, *args, **kwargs)
 
-    monkeypatch.setattr(PairwiseAUCClassifier, "_pass_problem", spy)
+    monkeypatch.setattr(PairwiseAUCClassifier, "_run_epoch", spy)
     model = PairwiseAUCClassifier(max_iter=3, tol=None, random_state=0, **params).fit(X, y)
     n_columns = np.unique(X.indices).shape[0]
     assert widths == [(n_columns, n_columns)] * 3
@@ -397,7 +397,8 @@ def test_sorted_union_is_the_sorted_distinct_union():
 def test_the_kernel_refuses_moving_columns_out_of_order(stream, monkeypatch):
     """The kernel lists the columns of non-zero momentum in the order of the
     columns it is told can move (no sort), so it refuses that list unless
-    strictly increasing; the call then changes nothing."""
+    strictly increasing; the call then changes nothing.  (The general path's
+    list: a call with sample weights.  A short call merges its own.)"""
     X, y, _ = stream
     rows = sp.csr_matrix(X)
     clf = PairwiseAUCClassifier(eta=0.3, shuffle=False, tol=None)
@@ -408,7 +409,7 @@ def test_the_kernel_refuses_moving_columns_out_of_order(stream, monkeypatch):
                         lambda self, columns: original(self, columns)[::-1].copy())
     before = pickle.dumps(clf)
     with pytest.raises(ValueError, match="do not fit one another"):
-        clf.partial_fit(rows[10:11], y[10:11])
+        clf.partial_fit(rows[10:11], y[10:11], sample_weight=np.ones(1))
     assert pickle.dumps(clf) == before
 
 
@@ -499,6 +500,45 @@ def test_threshold_makes_predict_sensible_on_a9a():
     no_threshold = clone(clf).set_params(fit_intercept=False).fit(X_train, y_train)
     assert no_threshold.intercept_[0] == 0.0
     assert_array_equal(no_threshold.coef_, clf.coef_)
+
+
+def _lda_threshold(score_stats):
+    """The equal-variance Gaussian threshold of the Notes, from the score
+    statistics [[weight, sum s, sum s^2] of the negatives, of the positives]."""
+    (w_neg, s_neg, q_neg), (w_pos, s_pos, q_pos) = score_stats
+    if w_neg <= 0 or w_pos <= 0:
+        return 0.0
+    mu_neg, mu_pos = s_neg / w_neg, s_pos / w_pos
+    var = ((q_neg - w_neg * mu_neg**2) + (q_pos - w_pos * mu_pos**2)) / (w_neg + w_pos)
+    var = max(var, 0.0)
+    if mu_pos > mu_neg:
+        return 0.5 * (mu_neg + mu_pos) + var * np.log(w_neg / w_pos) / (mu_pos - mu_neg)
+    # no order of the classes: lean to the heavier one by three deviations
+    return 0.5 * (mu_neg + mu_pos) + np.sign(w_neg - w_pos) * 3.0 * np.sqrt(var)
+
+
+@pytest.mark.parametrize("short", [False, True])
+def test_the_intercept_is_minus_the_lda_threshold_of_the_score_statistics(stream, short):
+    """After fit and after every partial_fit call (short or general path),
+    intercept_ is minus the threshold of the Notes at score_stats_; and
+    the formula's cases: a class without weight (0), scores that do not
+    order the classes (the heavier class's side)."""
+    from sklearn_adaprox._pairwise_auc_fast import score_threshold
+    X, y, _ = stream
+    clf = PairwiseAUCClassifier(max_iter=3, tol=None, random_state=0).fit(X, y)
+    assert clf.intercept_[0] != 0.0
+    assert_allclose(clf.intercept_[0], -_lda_threshold(clf.score_stats_), rtol=1e-12)
+    for i in range(20):
+        clf.partial_fit(X[i:i + 1], y[i:i + 1],
+                        sample_weight=None if short else np.ones(1))
+        assert_allclose(clf.intercept_[0], -_lda_threshold(clf.score_stats_), rtol=1e-12)
+    for stats in ([[0.0, 0.0, 0.0], [2.0, 1.0, 3.0]],   # no negative weight
+                  [[3.0, 6.0, 14.0], [1.0, 1.0, 2.0]],  # mean 2 > mean 1
+                  [[1.0, 2.0, 5.0], [3.0, 3.0, 4.0]],
+                  [[2.0, 1.0, 1.0], [2.0, 3.0, 5.0]]):  # equal weights: the midpoint
+        stats = np.array(stats)
+        assert_allclose(score_threshold(stats), _lda_threshold(stats), rtol=1e-14)
+    assert score_threshold(np.array([[2.0, 1.0, 1.0], [2.0, 3.0, 5.0]])) == 1.0
 
 
 def test_class_weight_moves_the_threshold_not_the_ranking():
@@ -628,24 +668,30 @@ def test_a_workspace_in_use_is_refused_and_nothing_changes(stream, monkeypatch):
     assert not busy.in_use and clf.t_ == 2 * X.shape[0]
 
 
-def test_calls_hand_the_workspace_on_clean(stream):
-    """The workspace a call leaves for the next call of its width (of any
-    estimator) is clean: two estimators whose one-row calls alternate, so
-    that each takes the workspace the other just used, learn the models
-    they learn alone, to the bit."""
+@pytest.mark.parametrize("short", [True, False])
+def test_calls_hand_the_workspace_on_clean(stream, short):
+    """The workspace a call leaves for the next call is clean: two
+    estimators whose one-row calls alternate learn the models they learn
+    alone, to the bit.  On the general path (sample weights) each call
+    takes the workspace the other just used (the spare of their width); a
+    short call's kept problem reuses its own."""
     from sklearn_adaprox import pairwise_auc
     X, y, _ = stream
     rows = sp.csr_matrix(X)
+    weight = None if short else np.ones(1)
     params = dict(theta=0.9, eta=0.3, max_iter=1, tol=None, shuffle=False)
     first, second = PairwiseAUCClassifier(**params), PairwiseAUCClassifier(**params)
     for i in range(40):
-        first.partial_fit(rows[i:i + 1], y[i:i + 1], classes=[-1, 1])
-        second.partial_fit(rows[i + 100:i + 101], y[i + 100:i + 101], classes=[-1, 1])
-    assert list(pairwise_auc._SPARE_WORKSPACE) == [X.shape[1]]
+        first.partial_fit(rows[i:i + 1], y[i:i + 1], classes=[-1, 1], sample_weight=weight)
+        second.partial_fit(rows[i + 100:i + 101], y[i + 100:i + 101], classes=[-1, 1],
+                           sample_weight=weight)
+    if not short:
+        assert list(pairwise_auc._SPARE_WORKSPACE) == [X.shape[1]]
     alone = PairwiseAUCClassifier(**params)
     for i in range(40):
         pairwise_auc._SPARE_WORKSPACE.clear()
-        alone.partial_fit(rows[i + 100:i + 101], y[i + 100:i + 101], classes=[-1, 1])
+        alone.partial_fit(rows[i + 100:i + 101], y[i + 100:i + 101], classes=[-1, 1],
+                          sample_weight=weight)
     for name in ("iterate_", "momentum_", "sum_sq_gradient_", "coef_"):
         assert_array_equal(getattr(alone, name), getattr(second, name))
     assert first.t_ == second.t_ == 40
