@@ -456,6 +456,12 @@ cdef class PairwiseAUCProblem:
         if self.average:
             self.coef_sum = coef_sum
         self.momentum_free = self.theta == 0.0 and not (self.project or self.average)
+        # a short call's buffers, grown as needed (a memoryview attribute
+        # left unset is neither None nor readable)
+        self.saved = float64_array(64)
+        self.merge_parts = int64_array(64)
+        self.merge_out = int64_array(64)
+        self.short_coef_out = None
         # read_flat_pairs=False: every pair gathers its union (the tests
         # compare the two ways)
         self.flat_from = INFINITY
@@ -601,7 +607,7 @@ cdef class PairwiseAUCProblem:
         cdef Py_ssize_t q, j, n_moving = self.moving.shape[0]
         self.keeps_moving = True
         self.coef_out = coef_out
-        if self.saved is None or self.saved.shape[0] < 4 * n_moving:
+        if self.saved.shape[0] < 4 * n_moving:
             self.saved = float64_array(max(4 * n_moving, 64))
         for q in range(n_moving):
             if q + PREFETCH_AHEAD < n_moving:
@@ -1902,7 +1908,7 @@ def learn_rows(PairwiseAUCProblem problem,
                 columns = touched_columns(np.asarray(X_indices)[:nnz], n_features)
                 nnz = columns.shape[0]
             size = n_support + n_partner + nnz + 1
-            if problem.merge_out is None or problem.merge_out.shape[0] < size:
+            if problem.merge_out.shape[0] < size:
                 problem.merge_parts = int64_array(2 * size)
                 problem.merge_out = int64_array(2 * size)
             parts = problem.merge_parts
