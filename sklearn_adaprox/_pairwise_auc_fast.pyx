@@ -399,7 +399,7 @@ cdef class PairwiseAUCProblem:
     cdef cnp.ndarray moving_support_array  # a new array each call: the list kept
     cdef int64_t* moving_support
     cdef Py_ssize_t n_moving_support
-    # a short call's (see __init__): the caller's coef_, written by finalize
+    # a short call's (learn_rows, save_moving): the caller's coef_, written by finalize
     # in the moving coordinates, and what they held before the call
     cdef bint keeps_moving
     cdef double[::1] coef_out
@@ -419,7 +419,7 @@ cdef class PairwiseAUCProblem:
                  Py_ssize_t n_rows, Py_ssize_t max_row_nnz,
                  PairwiseWorkspace workspace not None,
                  double[::1] coef_sum=None, int64_t n_averaged=0,
-                 const int64_t[::1] moving=None, double[::1] coef_out=None,
+                 const int64_t[::1] moving=None,
                  bint read_flat_pairs=True):
         cdef Py_ssize_t d = coef.shape[0]
         if (momentum.shape[0] != d or sum_sq_gradient.shape[0] != d
@@ -473,7 +473,7 @@ cdef class PairwiseAUCProblem:
         self.start_call(t, total_sq_gradient, pair_weight, ordered_weight,
                         first_of(partner_indices), first_float_of(partner_values),
                         partner_indices.shape[0], partner_label, partner_weight, n_rows,
-                        max_row_nnz, n_averaged, moving, coef_out)
+                        max_row_nnz, n_averaged, moving, None)
 
     cdef int start_call(self, int64_t t, double total_sq_gradient, double pair_weight,
                         double ordered_weight, const int64_t* partner_indices,

@@ -531,14 +531,12 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             self._update_coef()
         return sum_loss, sum_weight
 
-    def _pass_problem(self, n_rows, max_row_nnz, score_stats, moving, workspace,
-                      coef_out=None):
+    def _pass_problem(self, n_rows, max_row_nnz, score_stats, moving, workspace):
         """The kernel's problem for a pass over ``n_rows`` rows of at most
         ``max_row_nnz`` entries from the fitted state (its arrays updated in
         place, the score statistics in ``score_stats``), with ``eta_``
         resolved (or NaN: no step reads it while every weight is 0) and
-        ``moving`` as ``_moving_columns``.  ``coef_out``: see the kernel's
-        ``save_moving``."""
+        ``moving`` as ``_moving_columns``."""
         eta = self.eta_[0]
         return PairwiseAUCProblem(
             loss=make_pair_loss(self._loss_name()),
@@ -565,7 +563,6 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
             coef_sum=self.coef_sum_[0] if self.average else None,
             n_averaged=int(self.averaged_steps_),
             moving=moving,
-            coef_out=coef_out,
         )
 
     def _short_problem(self):
