@@ -19,9 +19,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import (BaseOnlineLinearClassifier, lent_random_state, map_problems,
                     new_state_version, pass_order, physical_memory, problem_threads)
-from ._dataset import as_row_arrays, check_sparse_structure, sorted_union
-from ._l1_logistic import (DesignCache, Surrogate, local_phase, single_threaded_blas,
-                           violation_scale)
+from ._dataset import as_row_arrays, check_sparse_structure, sorted_union, touched_columns
+from ._l1_logistic import (DesignCache, Surrogate, local_phase, narrowed,
+                           single_threaded_blas, violation_scale)
 from ._loss import Log
 from ._rda_fast import NEVER, RDAProblem, iterate, run_epoch, safeguarded_support
 
@@ -464,37 +464,43 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             switch_from=switch_from, tau=int(self.tau),
         )
 
-    # A call changes sum_gradient_ only in the columns of its rows, and,
-    # without the local phase, coef_ and support_ only there and where the
-    # last iterate was non-zero (the dual-averaging iterate of every other
-    # column stays 0 as alpha t grows): those arrays are updated in place,
-    # their saved and checked columns those (``_changeable_columns``), and
-    # a partial_fit call costs O(nnz + support) whatever n_features.  The
-    # local phase may write coef_ wherever the reservoir has entries, and
-    # its arrays are copied per call.
+    # A call changes sum_gradient_ only in the columns of its rows, and
+    # coef_ and support_ only there, where coef_ or the last iterate was
+    # non-zero (the dual-averaging iterate of every other column stays 0 as
+    # alpha t grows) and, with the local phase, where the reservoir has
+    # entries (outside them the surrogate has no data, and the phase leaves
+    # a weight that starts at 0 there at 0, see _local_phase_columns):
+    # those arrays are updated in place, their saved and checked columns
+    # those (``_changeable_columns``), and a partial_fit call costs
+    # O(nnz of the rows and the reservoir + support) whatever n_features.
     def _in_place_arrays(self):
-        if self.local_phase:
-            return ("sum_gradient_",)
         return ("sum_gradient_", "coef_", "support_", "safeguard_support_")
 
     def _changeable_columns(self, columns):
-        if self.local_phase:
-            return columns
-        return sorted_union(self._weight_columns(), columns)
+        columns = sorted_union(self._weight_columns(), columns)
+        if self.local_phase and "reservoir_indices_" in self.__dict__:
+            # the reservoir after this call holds rows of these columns only
+            reservoir, _, _ = self._reservoir(self.n_features_in_)
+            columns = sorted_union(columns, touched_columns(reservoir.indices,
+                                                            reservoir.shape[1]))
+        return columns
 
     def _weight_columns(self):
         """The sorted columns in which coef_ or the iterate of this call's
-        alpha can be non-zero: those of coef_'s non-zeros that the last
-        call listed, when coef_ is the iterate of its kept problems and
-        they hold for this alpha; else a read of the state (O(n_features):
-        after a pickle, a copy, a call with the local phase or another
-        alpha)."""
+        alpha can be non-zero: those the last call listed, when its kept
+        problems hold for this alpha; else a read of the state
+        (O(n_features): after a pickle, a copy, fit or another alpha)."""
         alpha = (self.alpha_ if isinstance(self.alpha, str)
                  else np.full(self.coef_.shape[0], float(self.alpha)))
         entry = _STREAM_PROBLEMS.get(self)
         if (entry is not None and entry[2] is not None
                 and all(p is not None for p in self._kept_problems(alpha, keep=True))):
             return entry[2]
+        return self._read_weight_columns(alpha)
+
+    def _read_weight_columns(self, alpha):
+        """The sorted columns where coef_ or the iterate under the
+        penalties ``alpha`` is non-zero, read from the state: O(n_features)."""
         steps = self.rda_t_.astype(np.float64)[:, None]
         # the kernel's predicate of a non-zero weight: t > 0 and |u| > alpha t
         iterate = (steps > 0) & (np.abs(self.sum_gradient_) > alpha[:, None] * steps)
@@ -533,17 +539,40 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
                     bool(self.fit_intercept), w)
         return w, b
 
-    def _safeguarded_support(self, k, w):
-        """``w != 0`` or ``|g_bar| > rho alpha`` (``g_bar = u / t``)."""
-        return safeguarded_support(self.sum_gradient_[k], max(int(self.rda_t_[k]), 1),
-                                   float(self.rho * self.alpha_[k]), w)
-
-    # ------------------------------------------------------------------
-    def _run_local_phase(self, k, S, clock, offset, rec, scale, extra=None):
-        w0, b0 = self._rda_iterate(k)
-        M = self._safeguarded_support(k, w0)
+    def _local_phase_columns(self, k, S, w, columns=None, extra=None):
+        """The local phase's support M, as positions among the columns of
+        the surrogate ``S`` (the model's, or the sorted ``columns`` of a
+        narrowed reservoir, where ``w`` gives the iterate): the safeguard
+        (``w != 0`` or ``|g_bar| > rho alpha``, ``g_bar = u / t``; paper,
+        eq. 53) and ``extra`` (fit's, a bool array of the width), where
+        ``w`` is non-zero or ``S`` has data.  A column without data and
+        with ``w_i = 0`` has gradient 0 and stays 0 in the phase: leaving
+        it out changes no weight, and a partial_fit call reads the sums of
+        its columns only."""
+        u = self.sum_gradient_[k] if columns is None else self.sum_gradient_[k][columns]
+        w = np.ascontiguousarray(w)
+        M = safeguarded_support(np.ascontiguousarray(u), max(int(self.rda_t_[k]), 1),
+                                float(self.rho * self.alpha_[k]), w)
         if extra is not None:
             M |= extra
+        has_data = np.zeros(w.shape[0], dtype=bool)
+        has_data[S.live_columns()] = True
+        return np.flatnonzero(M & (has_data | (w != 0)))
+
+    # ------------------------------------------------------------------
+    def _run_local_phase(self, k, S, clock, offset, rec, scale, extra=None, start=None):
+        """The local phase from the dual-averaging iterate, computed here;
+        or, given ``start = (columns, b)``, from the iterate in ``coef_[k]``,
+        0 off the sorted ``columns`` of the narrowed surrogate ``S``: the
+        phase then writes its weights there (partial_fit: no read of the
+        width).  Returns (objective, w, b, delta, violation, status), ``w``
+        a vector of the width."""
+        if start is None:
+            (w0, b0), columns = self._rda_iterate(k), None
+        else:
+            columns, b0 = start
+            w0 = self.coef_[k][columns]
+        A = self._local_phase_columns(k, S, w0, columns, extra)
         t = int(self.rda_t_[k])
         self.n_switches_[k] += 1
         self.switch_iter_[k].append(t)
@@ -551,11 +580,18 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         def record(delta, violation, nnz):
             rec.add(t, offset + time.perf_counter() - clock, delta, violation, nnz)
 
-        w, b, delta, violation, obj, status, n_it = local_phase(
-            S, float(self.alpha_[k]), w0, b0, M, tol=self.tol, scale=scale,
+        (at, values), b, delta, violation, obj, status, n_it = local_phase(
+            S, float(self.alpha_[k]), w0, b0, A, tol=self.tol, scale=scale,
             max_newton_support=self.max_newton_support,
             fit_intercept=self.fit_intercept, record=record,
         )
+        if start is None:
+            w = np.zeros(self.n_features_in_)
+            w[at] = values
+        else:
+            w = self.coef_[k]
+            w[columns] = 0.0
+            w[columns[at]] = values
         if status != "converged" and extra is not None:
             # what a stalled phase learnt: its support and the coordinates
             # that violate optimality at its solution (|g_i| > alpha)
@@ -563,9 +599,9 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             extra |= (w != 0) | (np.abs(g) > self.alpha_[k])
         if self.verbose:
             print(
-                f"   local phase (problem {k}) at t={t}: |M|={int(M.sum())}, "
+                f"   local phase (problem {k}) at t={t}: |M|={A.shape[0]}, "
                 f"{n_it} iterations, {status}, violation {violation:.3g}, "
-                f"delta {delta:.3g}, non-zeros {np.count_nonzero(w)}"
+                f"delta {delta:.3g}, non-zeros {np.count_nonzero(values)}"
             )
         return obj, w, b, delta, violation, status
 
@@ -574,10 +610,10 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         """All the work of binary problem k in this call: its epochs'
         (loss, weight), and why fit stopped short of tol (None: it did
         not, or a partial_fit call).  ``surrogate_data``: ``(X, class
-        indices or None, weights, DesignCache)`` of the local phase's rows,
-        shared by the problems (see ``_surrogate``).  ``problems[k]``: the
-        kernel problem a partial_fit call continues (None: a new one), and
-        then the one it leaves."""
+        indices or None, weights, DesignCache, columns)`` of the local
+        phase's rows, shared by the problems (see ``_surrogate``).
+        ``problems[k]``: the kernel problem a partial_fit call continues
+        (None: a new one), and then the one it leaves."""
         if partial:
             return self._solve_chunk(k, rows, y, sw, clock, offset, surrogate_data, problems)
         # every problem shuffles with the same stream: its order of the rows
@@ -611,9 +647,10 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         loss, weight, _, _ = run_epoch(problem, *rows, y, sw, order, 0)
         self._save_problem(k, problem)
         columns = self.__dict__.get("_touched_columns")
-        if not self.local_phase and isinstance(columns, np.ndarray):
+        if isinstance(columns, np.ndarray):
             # the iterate moved only in these columns (_changeable_columns):
-            # its weights are written there alone, O(nnz + support)
+            # its weights are written there alone, O(nnz + support), and
+            # coef_[k] is then the whole iterate
             values = np.empty(columns.shape[0])
             b = problem.weights_at(columns, values)
             self.coef_[k][columns] = values
@@ -628,9 +665,11 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             scale = violation_scale(S, lam, self.fit_intercept)
             if self.local_phase and stable:
                 _, w, b, delta, violation, _ = self._run_local_phase(
-                    k, S, clock, offset, rec, scale)
-            else:
-                delta, violation = S.measures(w, b, lam, self.fit_intercept, scale)
+                    k, S, clock, offset, rec, scale, start=(columns, b) if written else None)
+            else:  # a narrowed reservoir takes the weights of its columns
+                delta, violation = S.measures(
+                    w if surrogate_data[-1] is None else values, b, lam,
+                    self.fit_intercept, scale)
         self._publish(k, rec, None if written else w, b, delta, violation)
         return [(loss, weight)], None
 
@@ -804,16 +843,19 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
 
     def _surrogate(self, k, y, surrogate_data):
         """Problem k's surrogate over ``surrogate_data = (X, labels,
-        weights, design)``: the call's rows (labels None: ``y``, the
-        problem's +-1 targets), or the reservoir (labels: its class
-        indices); None for an empty reservoir."""
-        X, labels, weight, design = surrogate_data
+        weights, design, columns)``: the call's rows (labels None: ``y``,
+        the problem's +-1 targets), or the reservoir (labels: its class
+        indices), narrowed to its sorted ``columns`` unless None (its
+        measures still count the model's width); None for an empty
+        reservoir."""
+        X, labels, weight, design, columns = surrogate_data
         if labels is not None:
             if labels.shape[0] == 0:
                 return None
             positive = 1 if self.classes_.shape[0] == 2 else k
             y = np.where(labels == positive, 1.0, -1.0)
-        return Surrogate(X, y, weight, design)
+        return Surrogate(X, y, weight, design,
+                         None if columns is None else self.n_features_in_)
 
     # ------------------------------------------------------------------
     # a call keeps a reservoir of its rows for the local phase: no passes
@@ -853,9 +895,18 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         # the local phases' rows, and what they derive from X once for all
         # the problems: the call's rows, or partial_fit's reservoir
         if partial and self.local_phase:
-            surrogate_data = (*self._reservoir(X.shape[1]), DesignCache())
+            reservoir, labels, weights = self._reservoir(X.shape[1])
+            columns = self.__dict__.get("_touched_columns")
+            if isinstance(columns, np.ndarray):
+                # its rows hold entries of these columns only
+                # (_changeable_columns): its arithmetic over them is that
+                # over all of them, O(entries + columns) whatever the width
+                reservoir = narrowed(reservoir, columns)
+            else:
+                columns = None
+            surrogate_data = (reservoir, labels, weights, DesignCache(), columns)
         else:
-            surrogate_data = (X, None, sample_weight, DesignCache())
+            surrogate_data = (X, None, sample_weight, DesignCache(), None)
         with lent_random_state(self.random_state) as rng:
             seed = int(rng.randint(np.iinfo(np.int32).max))
         # (fit takes them off too: it makes its own, and renames the state)
@@ -894,16 +945,22 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.t_ = int(self.rda_t_.max())
         columns = self.__dict__.get("_touched_columns")
         support = self.__dict__.get("support_")
-        weight_columns = None  # coef_'s non-zero columns, when it is the iterate
-        if (partial and not self.local_phase and isinstance(columns, np.ndarray)
+        weight_columns = None  # where coef_ or the iterate is non-zero
+        if (partial and isinstance(columns, np.ndarray)
                 and isinstance(support, np.ndarray) and support.shape == self.coef_.shape):
             moved = self.coef_[:, columns] != 0  # coef_ moved in these columns only
             support[:, columns] = moved
-            weight_columns = columns[np.any(moved, axis=0)]
+            nonzero = np.any(moved, axis=0)
+            if self.local_phase:  # coef_ may be a local phase's, not the iterate
+                iterate_at = np.empty(columns.shape[0])
+                for problem in problems:
+                    problem.weights_at(columns, iterate_at)
+                    nonzero |= iterate_at != 0
+            weight_columns = columns[nonzero]
         else:
             self.support_ = self.coef_ != 0
-            if partial and not self.local_phase:
-                weight_columns = np.flatnonzero(np.any(self.support_, axis=0))
+            if partial:  # a read of the width, as this branch's
+                weight_columns = self._read_weight_columns(self.alpha_)
         self._state_version = new_state_version()
         memory = physical_memory()
         if partial and (PROBLEM_BYTES_PER_FEATURE * self.coef_.size

@@ -308,6 +308,61 @@ def test_partial_fit_without_local_phase_costs_the_rows_not_the_width():
     assert_array_equal(kept.support_, kept.coef_ != 0)
 
 
+def _settling_stream(n_rows=300, width=2**20, used=60, seed=0):
+    """Rows over 60 columns scattered in a wide space, labels a linear
+    model's: the sign pattern of dual averaging settles, and the local
+    phase of partial_fit runs (tau=5)."""
+    rng = np.random.RandomState(seed)
+    columns = np.sort(rng.choice(width, used, replace=False))
+    values = rng.standard_normal((n_rows, used)) * (rng.rand(n_rows, used) < 0.2)
+    rows, at = np.nonzero(values)
+    X = sp.csr_matrix((values[rows, at], (rows, columns[at])), shape=(n_rows, width))
+    return X, (values @ rng.standard_normal(used) > 0).astype(int)
+
+
+def test_partial_fit_with_local_phase_costs_the_rows_and_reservoir_not_the_width():
+    """With the local phase, a continuing call changes coef_ only in its
+    rows' columns, the reservoir's and those where coef_ or the iterate was
+    non-zero, and its surrogate is the reservoir narrowed to those columns:
+    on 2**20 columns neither a call that runs the local phase nor one that
+    measures the iterate allocates anything of the width.  The stream is
+    bit for bit that of a twin whose calls read the whole width (a wide
+    surrogate, the iterate and the safeguard over every column, coef_
+    copied), and that of calls that rebuild the kernel problem and read
+    the columns from the state."""
+    import tracemalloc
+
+    from sklearn_adaprox import rda_plus
+
+    X, y = _settling_stream()
+    params = dict(alpha=1e-2, tau=5, max_reservoir=50, random_state=0)
+    kept, rebuilt, wide = (RDAPlusClassifier(**params).partial_fit(X[:40], y[:40],
+                                                                   classes=[0, 1])
+                           for _ in range(3))
+    wide._changeable_columns = lambda columns: slice(None)  # every column, every call
+    peaks = {False: 0, True: 0}  # the largest allocation, by whether the phase ran
+    for i in range(40, X.shape[0]):
+        rda_plus._STREAM_PROBLEMS.pop(rebuilt, None)
+        rebuilt.partial_fit(X[i:i + 1], y[i:i + 1])
+        wide.partial_fit(X[i:i + 1], y[i:i + 1])
+        switches = int(kept.n_switches_[0])
+        tracemalloc.start()
+        try:
+            kept.partial_fit(X[i:i + 1], y[i:i + 1])
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        ran = int(kept.n_switches_[0]) > switches
+        peaks[ran] = max(peaks[ran], peak)
+    assert kept.n_switches_[0] >= 10 and 0 < np.count_nonzero(kept.coef_) < 60
+    assert max(peaks.values()) < 2**20, peaks  # the width's coef_ alone is 8 MiB
+    del wide._changeable_columns
+    _assert_same_state(kept, rebuilt)
+    _assert_same_state(kept, wide)
+    assert_array_equal(kept.support_, kept.coef_ != 0)
+    assert kept.score(X, y) > 0.75
+
+
 def test_the_kernel_problems_are_kept_within_a_share_of_the_memory(monkeypatch):
     """Beyond a sixteenth of the machine's memory (here: a machine of 2 MiB
     against a model of 2**16 columns, 1.6 MB of problems), a stream
@@ -897,7 +952,8 @@ def test_gradient_of_the_live_columns_is_the_full_product_s(empty_columns):
     dead = np.setdiff1d(np.arange(X.shape[1]), X.indices[X.data != 0])
     S = Surrogate(X, rng.choice([-1.0, 1.0], 50), np.ones(50))
     live = S.live_columns()
-    assert S._few_entries() == (empty_columns == 100_000)
+    # columns_below's two ways: a binary search per entry, or a map
+    assert (64 * X.nnz < X.shape[1]) == (empty_columns == 100_000)
     assert_array_equal(live, np.setdiff1d(np.arange(X.shape[1]), dead))
     assert 29 not in live and dead.size
     v = rng.randn(50)
@@ -906,6 +962,31 @@ def test_gradient_of_the_live_columns_is_the_full_product_s(empty_columns):
     # every renumbered index names a live column (SciPy's product does not
     # check its indices: one past the end would write outside its output)
     assert S.live_design().indices.max() < live.shape[0]
+
+
+@pytest.mark.parametrize("width", [200, 2**20])
+def test_narrowed_matrix_is_the_matrix_over_its_columns(width):
+    """partial_fit's reservoir narrowed to the call's columns: the same
+    rows and entries in the same order, the columns renumbered by their
+    positions (by binary search on a wide matrix, through a map of the
+    width on a narrow one); a column of an entry missing from the list
+    is an error, not a wrong matrix."""
+    from sklearn_adaprox._l1_logistic import narrowed
+
+    rng = np.random.RandomState(0)
+    X = sp.random(30, width, density=min(1.0, 8 / width) if width > 200 else 0.1,
+                  format="csr", random_state=rng)
+    X.data[:3] = 0.0  # explicit zeros are entries too
+    stored = np.unique(X.indices)
+    columns = np.union1d(stored, rng.choice(width, 10, replace=False))
+    N = narrowed(X, columns)
+    assert N.shape == (30, columns.shape[0])
+    assert_array_equal(N.indptr, X.indptr)
+    assert_array_equal(N.data, X.data)
+    assert_array_equal(columns[N.indices], X.indices)
+    assert_array_equal(N.toarray(), X.toarray()[:, columns])
+    with pytest.raises(RuntimeError, match="outside the columns"):
+        narrowed(X, np.setdiff1d(columns, stored[len(stored) // 2]))
 
 
 def _awkward_csr(rng, n_rows=60, n_cols=40):
@@ -1024,7 +1105,16 @@ def _local_phase_problem(seed):
     lam = [0.0, 0.01, 0.1, 0.5][seed % 4] * np.abs(g).max()
     M = rng.rand(d) < 0.4
     w0 = rng.randn(d) * M
-    return S, lam, w0, M, fit_intercept, violation_scale(S, lam, fit_intercept)
+    return S, lam, w0, np.flatnonzero(M), fit_intercept, violation_scale(S, lam, fit_intercept)
+
+
+def _dense_weights(model, n_features):
+    """A local phase's ``(columns, weights)`` as a vector of the width."""
+    columns, weights = model
+    assert np.all(np.diff(columns) > 0)
+    w = np.zeros(n_features)
+    w[columns] = weights
+    return w
 
 
 def test_compiled_local_phase_is_the_vectorised_one(monkeypatch):
@@ -1060,6 +1150,7 @@ def test_compiled_local_phase_is_the_vectorised_one(monkeypatch):
             runs.append((out, np.array(records)))
         (w, b, delta, viol, obj, status, n_iter), records = runs[0]
         (w_ref, b_ref, delta_ref, viol_ref, obj_ref, status_ref, n_iter_ref), ref = runs[1]
+        w, w_ref = _dense_weights(w, w0.shape[0]), _dense_weights(w_ref, w0.shape[0])
         assert (status, n_iter) == (status_ref, n_iter_ref), seed
         assert_array_equal(records[:, 2], ref[:, 2])  # the support at every iterate
         size = max(np.abs(w_ref).max(initial=0.0), abs(b_ref), 1.0)
