@@ -363,6 +363,26 @@ def test_partial_fit_with_local_phase_costs_the_rows_and_reservoir_not_the_width
     assert kept.score(X, y) > 0.75
 
 
+def test_narrowed_local_phase_of_several_problems_is_the_wide_and_the_dense_one():
+    """Three classes (one-vs-rest problems in two threads), chunks of 3
+    rows: the narrowed reservoir's calls, those that read the whole width
+    and those on dense rows (which list no columns) give the same state,
+    bit for bit."""
+    X, binary = _settling_stream(n_rows=300, width=2**16)
+    y = np.where(binary == 1, np.random.RandomState(1).choice([1, 2], binary.shape[0]), 0)
+    params = dict(alpha=1e-2, tau=5, max_reservoir=60, random_state=0, n_jobs=2)
+    narrow, wide, dense = (RDAPlusClassifier(**params) for _ in range(3))
+    wide._changeable_columns = lambda columns: slice(None)
+    for lo in range(0, X.shape[0], 3):
+        narrow.partial_fit(X[lo:lo + 3], y[lo:lo + 3], classes=[0, 1, 2])
+        wide.partial_fit(X[lo:lo + 3], y[lo:lo + 3], classes=[0, 1, 2])
+        dense.partial_fit(X[lo:lo + 3].toarray(), y[lo:lo + 3], classes=[0, 1, 2])
+    del wide._changeable_columns
+    assert np.all(narrow.n_switches_ >= 1)
+    _assert_same_state(narrow, wide)
+    _assert_same_state(narrow, dense)
+
+
 def test_the_kernel_problems_are_kept_within_a_share_of_the_memory(monkeypatch):
     """Beyond a sixteenth of the machine's memory (here: a machine of 2 MiB
     against a model of 2**16 columns, 1.6 MB of problems), a stream
