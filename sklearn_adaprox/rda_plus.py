@@ -803,7 +803,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         keep = np.flatnonzero(sw)
         if keep.size == 0:
             return
-        Xc = sp.csr_matrix(X[keep] if not sp.issparse(X) else X[keep], dtype=np.float64)
+        rows = X if keep.size == X.shape[0] else X[keep]  # (a copy of X's rows)
+        Xc = sp.csr_matrix(rows, dtype=np.float64, copy=rows is X)
         Xc.sum_duplicates()
         yc, wc = y_index[keep].astype(np.int64), sw[keep]
         R = int(self.max_reservoir)
@@ -812,21 +813,28 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         rng = np.random.default_rng([int(self.reservoir_seed_), n_before])
         slots = np.where(counts <= R, counts - 1, rng.integers(0, counts))
         slots[slots >= R] = -1
+        valid = slots >= 0
+        self.n_seen_ = n_before + keep.size
+        if not valid.any():
+            # no row enters (a long stream: each does with probability R / n):
+            # the reservoir's arrays stay, never written in place
+            return
         old, old_y, old_weight = self._reservoir(X.shape[1])
         n_res = old_y.shape[0]
         new_size = min(R, n_before + keep.size)
         source = np.arange(new_size)  # row of vstack([old, chunk]) per slot
-        valid = slots >= 0
         # later rows of the chunk overwrite earlier ones in the same slot
         source[slots[valid]] = n_res + np.flatnonzero(valid)
-        stacked = sp.vstack([old, Xc], format="csr")[source]
+        stacked = sp.vstack([old, Xc], format="csr")
+        if not np.array_equal(source, np.arange(new_size)):  # a row replaced
+            stacked = stacked[source]
         stacked.sort_indices()
-        self.reservoir_data_ = stacked.data.astype(np.float64)
-        self.reservoir_indices_ = stacked.indices.astype(np.int64)
-        self.reservoir_indptr_ = stacked.indptr.astype(np.int64)
+        # new arrays (the stacked matrix's own): no copies of them
+        self.reservoir_data_ = stacked.data.astype(np.float64, copy=False)
+        self.reservoir_indices_ = stacked.indices.astype(np.int64, copy=False)
+        self.reservoir_indptr_ = stacked.indptr.astype(np.int64, copy=False)
         self.reservoir_y_ = np.r_[old_y, yc][source]
         self.reservoir_weight_ = np.r_[old_weight, wc][source]
-        self.n_seen_ = n_before + keep.size
 
     def _reservoir(self, n_features):
         """The reservoir as (CSR matrix of width n_features, labels, weights),
