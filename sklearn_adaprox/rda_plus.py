@@ -800,9 +800,12 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
     # ------------------------------------------------------------------
     # reservoir of the stream (partial_fit)
     def _update_reservoir(self, X, y_index, sw):
+        """Algorithm R over the rows of non-zero weight.  Returns the new
+        reservoir as ``_reservoir`` does (made here from checked parts: not
+        checked again), or None when it did not change."""
         keep = np.flatnonzero(sw)
         if keep.size == 0:
-            return
+            return None
         rows = X if keep.size == X.shape[0] else X[keep]  # (a copy of X's rows)
         Xc = sp.csr_matrix(rows, dtype=np.float64, copy=rows is X)
         Xc.sum_duplicates()
@@ -818,7 +821,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         if not valid.any():
             # no row enters (a long stream: each does with probability R / n):
             # the reservoir's arrays stay, never written in place
-            return
+            return None
         old, old_y, old_weight = self._reservoir(X.shape[1])
         n_res = old_y.shape[0]
         new_size = min(R, n_before + keep.size)
@@ -835,6 +838,9 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.reservoir_indptr_ = stacked.indptr.astype(np.int64, copy=False)
         self.reservoir_y_ = np.r_[old_y, yc][source]
         self.reservoir_weight_ = np.r_[old_weight, wc][source]
+        return (sp.csr_matrix((self.reservoir_data_, self.reservoir_indices_,
+                               self.reservoir_indptr_), shape=(new_size, X.shape[1])),
+                self.reservoir_y_, self.reservoir_weight_)
 
     def _reservoir(self, n_features):
         """The reservoir as (CSR matrix of width n_features, labels, weights),
@@ -896,15 +902,16 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         if partial and n_steps == 0:
             self.loss_curve_.append(np.nan)
             return self
+        updated = None
         if partial and self.local_phase:
             # the reservoir keeps class indices: the +1 of each row's problem
-            self._update_reservoir(X, self._class_indices(y_pm), sample_weight)
+            updated = self._update_reservoir(X, self._class_indices(y_pm), sample_weight)
 
         rows = as_row_arrays(X)
         # the local phases' rows, and what they derive from X once for all
         # the problems: the call's rows, or partial_fit's reservoir
         if partial and self.local_phase:
-            reservoir, labels, weights = self._reservoir(X.shape[1])
+            reservoir, labels, weights = updated or self._reservoir(X.shape[1])
             columns = self.__dict__.get("_touched_columns")
             if isinstance(columns, np.ndarray):
                 # its rows hold entries of these columns only
