@@ -1343,7 +1343,8 @@ def _limit_memory():
         import resource
 
         # not under AddressSanitizer, which reserves terabytes of address
-        # space for its shadow memory (the estimators refuse a state larger
+        # space for its shadow memory: there worker_env caps each allocation
+        # at the same size instead (the estimators refuse a state larger
         # than the machine's memory with a MemoryError of their own anyway)
         if "libasan" not in os.environ.get("LD_PRELOAD", ""):
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
@@ -1578,6 +1579,15 @@ def worker_env(malloc_check=False):
     env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     # glibc writes its fatal heap reports to the terminal unless told otherwise
     env["LIBC_FATAL_STDERR_"] = "1"
+    if "libasan" in env.get("LD_PRELOAD", ""):
+        # the address space cannot be limited under AddressSanitizer
+        # (_limit_memory): its allocator refuses any one allocation above
+        # the same limit instead, a MemoryError as under the limit, where the
+        # state of 3e9 or 2**31 columns of some estimators was otherwise
+        # mapped and its shadow written: 11 s a call alone, 558 s for the 180
+        # over-wide jobs of test_hostile_inputs beside a CI run (0.3 s capped)
+        env["ASAN_OPTIONS"] = ":".join(filter(None, (
+            env.get("ASAN_OPTIONS"), f"max_allocation_size_mb={MEMORY_LIMIT >> 20}")))
     if malloc_check:
         # glibc's checking allocator: heap damage aborts with a report at the
         # next malloc/free, close to the job that caused it
