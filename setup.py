@@ -117,10 +117,12 @@ def sha256_of(*parts):
     return digest.hexdigest()
 
 
-def module_key(ext, compile_args):
+def module_key(ext):
     """What an optimised module is compiled from: its C source, the package's
-    C headers, the flags, the environment's compiler settings and the numpy
-    and Cython of the build (the Python version is in the module's name)."""
+    C headers, the flags (with those of ``compile_flags``, which
+    ``build_extensions`` has added), the environment's compiler settings and
+    the numpy and Cython of the build (the Python version is in the
+    module's name)."""
     import Cython
 
     def code(path):
@@ -130,7 +132,7 @@ def module_key(ext, compile_args):
         _, end, rest = text.partition(b"END: Cython Metadata */")
         return rest if end else text
 
-    settings = (compile_args, ext.define_macros, np.__version__, Cython.__version__,
+    settings = (ext.extra_compile_args, ext.define_macros, np.__version__, Cython.__version__,
                 [os.environ.get(name) for name in ("CC", "CFLAGS", "CPPFLAGS")])
     return sha256_of(*map(code, ext.sources),
                      *(path.read_bytes()
@@ -174,7 +176,7 @@ class BuildExt(build_ext):
         target = self.get_ext_fullpath(ext.name)
         in_place = pathlib.Path(*ext.name.split(".")[:-1], os.path.basename(target))
         record = pathlib.Path("build", "editable", in_place.name + ".sha256")
-        key = module_key(ext, ext.extra_compile_args)
+        key = module_key(ext)
         if (in_place.exists() and record.exists()
                 and record.read_text() == f"{key} {sha256_of(in_place.read_bytes())}"):
             self.mkpath(os.path.dirname(target))

@@ -1335,6 +1335,11 @@ _HEAP_REPORT = re.compile(
 MEMORY_LIMIT = 3 * 2**30
 
 
+def _under_asan(environ):
+    """Whether the AddressSanitizer runtime is preloaded (CI's ASan stage)."""
+    return "libasan" in environ.get("LD_PRELOAD", "")
+
+
 def _limit_memory():
     import faulthandler
 
@@ -1346,7 +1351,7 @@ def _limit_memory():
         # space for its shadow memory: there worker_env caps each allocation
         # at the same size instead (the estimators refuse a state larger
         # than the machine's memory with a MemoryError of their own anyway)
-        if "libasan" not in os.environ.get("LD_PRELOAD", ""):
+        if not _under_asan(os.environ):
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # crashes are expected here
     except (ImportError, ValueError, OSError):
@@ -1579,7 +1584,7 @@ def worker_env(malloc_check=False):
     env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     # glibc writes its fatal heap reports to the terminal unless told otherwise
     env["LIBC_FATAL_STDERR_"] = "1"
-    if "libasan" in env.get("LD_PRELOAD", ""):
+    if _under_asan(env):
         # the address space cannot be limited under AddressSanitizer
         # (_limit_memory): its allocator refuses any one allocation above
         # the same limit instead, a MemoryError as under the limit, where the
