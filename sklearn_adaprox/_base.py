@@ -65,6 +65,7 @@ from ._dataset import (
     columns_finite,
     csr_scores,
     first_nonfinite,
+    row_moments,
     shuffled_order,
     touched_columns,
 )
@@ -121,6 +122,22 @@ _STATE_NAMES = random.Random()
 def new_state_version():
     """A fresh name for a fitted state (see _COEF_CACHE)."""
     return _STATE_NAMES.getrandbits(64)
+
+
+def row_scales(X, sample_weight):
+    """``(q, v)`` of the rows of a validated X: ``q`` the mean squared norm of
+    the rows (no intercept term), ``v`` the mean square of their non-zero
+    values (``q`` divided by the mean number of non-zero values), both
+    weighted by the sample weights (all rows alike if every weight is 0;
+    ``v`` is 0 for rows of zeros): the scales that data-aware ("auto")
+    parameters are computed from.  O(nnz), no copy of X."""
+    if not np.any(sample_weight):
+        sample_weight = np.ones(X.shape[0])
+    # row_moments also sums a target's squares: the weights stand in for y,
+    # whose moment is not needed here
+    sum_sq_norm, _, sum_weight, sum_nonzero = row_moments(
+        *as_row_arrays(X), False, sample_weight, sample_weight)
+    return sum_sq_norm / sum_weight, (sum_sq_norm / sum_nonzero if sum_nonzero > 0 else 0.0)
 
 
 def physical_memory():

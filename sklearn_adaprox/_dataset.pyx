@@ -698,18 +698,21 @@ def row_moments(const floating[::1] X_data,
                 bint fit_intercept,
                 const double[::1] y,
                 const double[::1] sample_weight):
-    """``(sum h_i ||s_i||^2, sum h_i y_i^2, sum h_i)`` over the rows, ``s_i``
-    the row plus the constant 1 of the intercept (with ``fit_intercept``)
-    and ``h_i`` its sample weight: the scales of the rows and of the target
-    that the data-aware defaults (``"auto"`` step sizes) are computed from.
-    Dense and sparse copies of the same values, float32 or float64, give the
-    same sums (``row_sq_norm``).  No copy of X, O(nnz)."""
+    """``(sum h_i ||s_i||^2, sum h_i y_i^2, sum h_i, sum h_i n_i)`` over the
+    rows, ``s_i`` the row plus the constant 1 of the intercept (with
+    ``fit_intercept``), ``h_i`` its sample weight and ``n_i`` the number of
+    its non-zero values (stored zeros not counted): the scales of the rows,
+    of their values and of the target that the data-aware defaults
+    (``"auto"`` parameters) are computed from.  Dense and sparse copies of
+    the same values, float32 or float64, give the same sums
+    (``row_sq_norm``).  No copy of X, O(nnz)."""
     cdef RowPass rows = _scanned_rows(X_data, X_indices, X_indptr, is_dense, n_features,
                                       y, sample_weight)
     cdef const floating* row_data
     cdef const index_t* row_indices
-    cdef Py_ssize_t i, nnz
+    cdef Py_ssize_t i, k, nnz, n_nonzero
     cdef double h, sum_sq_norm = 0.0, sum_sq_target = 0.0, sum_weight = 0.0
+    cdef double sum_nonzero = 0.0
     with nogil:
         for i in range(y.shape[0]):
             h = sample_weight[i]
@@ -717,9 +720,13 @@ def row_moments(const floating[::1] X_data,
                 continue
             nnz = row_of(&rows, i, &row_data, &row_indices)
             sum_sq_norm += h * row_sq_norm(row_data, nnz, fit_intercept)
+            n_nonzero = 0
+            for k in range(nnz):
+                n_nonzero += row_data[k] != 0
+            sum_nonzero += h * n_nonzero
             sum_sq_target += h * y[i] * y[i]
             sum_weight += h
-    return sum_sq_norm, sum_sq_target, sum_weight
+    return sum_sq_norm, sum_sq_target, sum_weight, sum_nonzero
 
 
 def gradient_bound(const floating[::1] X_data,

@@ -20,8 +20,9 @@ from ._adagrad_coupled_fast import CoupledProblem
 from ._adagrad_fast import AdaGradProblem, run_problem_epochs
 from ._adagrad_full_fast import FULL_MATRIX_MAX_FEATURES, FullMatrixProblem
 from ._adagrad_multinomial_fast import MultinomialProblem
-from ._base import PROBABILISTIC_LOSSES, STOP_PER_PROBLEM_DOC, BaseOnlineLinearClassifier
-from ._dataset import as_row_arrays, row_moments
+from ._base import (PROBABILISTIC_LOSSES, STOP_PER_PROBLEM_DOC, BaseOnlineLinearClassifier,
+                    row_scales)
+from ._dataset import as_row_arrays
 from ._loss import MULTINOMIAL_LOSSES, make_loss, make_multinomial_loss
 from ._short_calls import AdaGradPath, MultinomialPath, short_partial_fit, short_scores
 
@@ -93,19 +94,6 @@ def _computed_or_stored(name, compute, doc, compute_classes=None):
         est.__dict__[name] = value
 
     return property(get, set_, doc=doc)
-
-
-def _mean_sq_norm(X, sample_weight):
-    """The mean squared norm of the rows of X, weighted by the sample
-    weights (validated non-negative; all rows alike if every weight is 0),
-    without an intercept term.  O(nnz), no copy of X."""
-    if not np.any(sample_weight):
-        sample_weight = np.ones(X.shape[0])
-    # row_moments also sums a target's squares: the weights stand in for y,
-    # whose moment is not needed here
-    sum_sq_norm, _, sum_weight = row_moments(
-        *as_row_arrays(X), False, sample_weight, sample_weight)
-    return sum_sq_norm / sum_weight
 
 
 def _read_only(view):
@@ -848,14 +836,14 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
             return "dual_averaging"
         density = np.count_nonzero(as_row_arrays(X)[0]) / (X.shape[0] * X.shape[1])
         if (density >= AUTO_UPDATE_MIN_DENSITY
-                and _mean_sq_norm(X, sample_weight) <= AUTO_UPDATE_MAX_SQ_NORM):
+                and row_scales(X, sample_weight)[0] <= AUTO_UPDATE_MAX_SQ_NORM):
             return "mirror_descent"
         return "dual_averaging"
 
     def _auto_alpha(self, X, sample_weight):
         """``alpha="auto"`` for the rows of X: the base value (1e-4; 1e-5
         for l1) times ``max(1, q / AUTO_ALPHA_SQ_NORM)``, ``q`` the weighted
-        mean squared norm of the rows (``_mean_sq_norm``), for every penalty
+        mean squared norm of the rows (``row_scales``), for every penalty
         (see AUTO_ALPHA_SQ_NORM for l1).  Mirror descent keeps the base
         value: its step ``w <- (H w - eta g) / (H + eta alpha)`` follows the
         last gradient alone once ``eta alpha`` outgrows ``H``, which a scaled
@@ -866,7 +854,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         base = AUTO_ALPHA_L1 if self.penalty == "l1" else AUTO_ALPHA
         if self._update() == "mirror_descent":
             return base
-        return float(base * max(1.0, _mean_sq_norm(X, sample_weight) / AUTO_ALPHA_SQ_NORM))
+        return float(base * max(1.0, row_scales(X, sample_weight)[0] / AUTO_ALPHA_SQ_NORM))
 
     def _penalty_strengths(self):
         """(l1, l2) strengths of an element-wise penalty."""

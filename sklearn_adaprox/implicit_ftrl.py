@@ -192,7 +192,7 @@ class _ImplicitFTRLMixin:
         target by ``b``) then multiplies the weights by ``b / a``: lambda
         scales as the curvature of the loss in w, as a ridge penalty must
         for the same model."""
-        sum_sq_norm, sum_sq_target, sum_weight = row_moments(
+        sum_sq_norm, sum_sq_target, sum_weight, _ = row_moments(
             *rows, self.fit_intercept, y, sample_weight)
         row_scale = np.sqrt(sum_sq_norm / sum_weight)
         target_scale = 1.0

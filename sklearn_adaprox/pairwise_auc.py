@@ -500,7 +500,7 @@ class PairwiseAUCClassifier(BaseOnlineLinearClassifier):
         opposite-label pair by the same constant, which AOGD's scale-free
         step ignores, and must leave the step so.  O(nnz), no copy of X."""
         selected = (sample_weight != 0).astype(np.float64)
-        sum_sq_norm, _, sum_weight = row_moments(*rows, False, y, selected)
+        sum_sq_norm, _, sum_weight, _ = row_moments(*rows, False, y, selected)
         row_scale = np.sqrt(sum_sq_norm / sum_weight)
         c = AUTO_ETA_SCALE["norm" if self.algorithm == "ogd" else self.adaptive]
         if not row_scale > 0:

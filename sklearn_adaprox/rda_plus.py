@@ -19,7 +19,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import (BaseOnlineLinearClassifier, lent_random_state, map_problems,
-                    new_state_version, pass_order, physical_memory, problem_threads)
+                    new_state_version, pass_order, physical_memory, problem_threads,
+                    row_scales)
 from ._dataset import as_row_arrays, check_sparse_structure, sorted_union, touched_columns
 from ._l1_logistic import (DesignCache, Surrogate, local_phase, narrowed,
                            single_threaded_blas, violation_scale)
@@ -31,6 +32,20 @@ from ._rda_fast import NEVER, RDAProblem, iterate, run_epoch, safeguarded_suppor
 # (no feature correlates with the labels).
 AUTO_ALPHA_RATIO = 0.01
 AUTO_ALPHA_FALLBACK = 1e-3
+
+# gamma="auto" is the mean square v of the non-zero values of the rows.  The
+# iterate (sqrt(t) / (2 gamma)) soft(-u / t, alpha) scales as X / gamma (u
+# and alpha_max scale as X) where the model must scale as 1 / X: gamma
+# proportional to v keeps the dual-averaging path the same when X is
+# rescaled.  The local phase then solves the same problem whatever gamma,
+# so gamma decides only how soon the support is identified.  v is 1 on
+# standardised and on binary features, where the former default gamma = 1
+# was chosen (it stays 1 there), and about 1 / (non-zeros per row) on
+# unit-norm text rows, where gamma = v switched after 2 epochs, not 6 (SMS
+# spam, hashed and tf-idf; see doc/rda_plus.md).  The mean squared norm of
+# the rows would not do: on standardised tables it grows with the number of
+# columns, and at 13 (0.05 times arrhythmia's 262) fit took 34 epochs
+# against 4.
 
 # The kernel problems a partial_fit call leaves, for the next call on the
 # same state: estimator -> (_state_version, problems, the sorted columns of
@@ -159,10 +174,23 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         tf-idf text), so a fixed number that suits one is far too strong
         (a model of the majority class) or too weak on the other.  The value
         in use is ``alpha_``.
-    gamma : float, default=1.0
+    gamma : float or "auto", default="auto"
         Dual-averaging step parameter: ``beta_t = gamma sqrt(t)``.  Larger is
-        more conservative.  The paper uses 5000 on raw MNIST pixels; on
-        features of unit scale values around 1 are reasonable.
+        more conservative.  "auto" (the default): the mean square of the
+        non-zero values of the rows (weighted by the sample weights) of the
+        first call with a non-zero weight, then fixed.  The iterate scales
+        as ``X / gamma``, so this ``gamma`` makes the dual averaging follow
+        the same path when X is multiplied by a constant (without an
+        intercept, whose constant feature is not rescaled): it is 1 on
+        standardised or binary features (the former default) and about
+        ``1 / nnz`` on unit-norm text rows of ``nnz`` non-zeros (the paper's
+        5000 was for raw MNIST pixels).  The local phase solves the same
+        problem whatever ``gamma``: it decides how soon the support is
+        identified, not the model ``fit`` returns.  The value in use is
+        ``gamma_``.
+
+        .. versionchanged:: 0.1
+           The default changed from 1.0 to ``"auto"``.
     tau : int, default=100
         Number of consecutive iterates with an unchanged sign pattern that
         triggers the switch to the local phase.
@@ -222,6 +250,10 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
     alpha_ : ndarray of shape (n_problems,)
         The penalty in use per binary problem (``alpha``, or its "auto"
         value; NaN until a call with a non-zero weight).
+    gamma_ : ndarray of shape (n_problems,)
+        The ``gamma`` in use per binary problem (``gamma``, or its "auto"
+        value, the same for every problem; NaN until a call with a non-zero
+        weight).
     violation_ : ndarray of shape (n_problems,)
         Final stopping measure ``violation`` of each binary problem, on the
         training set (``fit``) or on the reservoir (``partial_fit``; on the
@@ -310,14 +342,14 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
     """
 
     # NaN for a problem no call has measured yet
-    _nan_allowed_state = ("optimality_", "violation_", "alpha_")
+    _nan_allowed_state = ("optimality_", "violation_", "alpha_", "gamma_")
     # fitted values that the first call resolves from its data
-    _resolved_params = ("alpha_",)
+    _resolved_params = ("alpha_", "gamma_")
 
     _parameter_constraints: dict = {
         **BaseOnlineLinearClassifier._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "tau": [Interval(Integral, 1, None, closed="left")],
         "rho": [Interval(Real, 0, 1, closed="both")],
         "tol": [Interval(Real, 0, None, closed="left"), None],
@@ -334,7 +366,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self,
         alpha="auto",
         *,
-        gamma=1.0,
+        gamma="auto",
         tau=100,
         rho=0.85,
         tol=1e-4,
@@ -420,6 +452,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.safeguard_support_ = np.zeros((n_problems, n_features), dtype=bool)
         self.next_switch_ = np.full(n_problems, -1, dtype=np.int64)
         self.alpha_ = np.full(n_problems, np.nan)
+        self.gamma_ = np.full(n_problems, np.nan)
         self._reset_records(n_problems)
 
     def _resolve_alpha(self, X, y_pm, sample_weight):
@@ -449,6 +482,33 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             alpha[k] = AUTO_ALPHA_RATIO * alpha_max if alpha_max > 0 else AUTO_ALPHA_FALLBACK
         self.alpha_ = alpha
 
+    def _resolve_gamma(self, X, sample_weight, n_problems):
+        """``gamma_``: ``gamma`` on every call, or with ``gamma="auto"``, the
+        weighted mean square of the non-zero values of the rows of the first
+        call with a non-zero weight, then fixed (resolved afresh if the state
+        has none: a model from before ``gamma_``).  Rows of zeros (or of
+        values whose squares underflow to 0) give 1, a mean below the
+        smallest normal number that number (its step ``1 / gamma`` is
+        finite).  O(nnz)."""
+        if not isinstance(self.gamma, str):
+            self.gamma_ = np.full(n_problems, float(self.gamma))
+            return
+        resolved = self.__dict__.get("gamma_")
+        if not np.any(sample_weight) or (resolved is not None
+                                         and not np.any(np.isnan(resolved))):
+            return
+        _, value_scale = row_scales(X, sample_weight)
+        gamma = max(value_scale, np.finfo(np.float64).tiny) if value_scale > 0 else 1.0
+        self.gamma_ = np.full(n_problems, gamma)
+
+    def _gamma_of_call(self):
+        """The gamma of each problem under the current parameters:
+        ``gamma``, or the resolved "auto" value (NaN before it is)."""
+        n_problems = self.rda_t_.shape[0]
+        if not isinstance(self.gamma, str):
+            return np.full(n_problems, float(self.gamma))
+        return self.__dict__.get("gamma_", np.full(n_problems, np.nan))
+
     def _reset_records(self, n_problems):
         self.n_switches_ = np.zeros(n_problems, dtype=np.int64)
         self.switch_iter_ = [[] for _ in range(n_problems)]
@@ -458,7 +518,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
 
     def _problem(self, k, switch_from=NEVER):
         return RDAProblem(
-            loss=Log(), gamma=float(self.gamma), l1=float(self.alpha_[k]),
+            loss=Log(), gamma=float(self.gamma_[k]), l1=float(self.alpha_[k]),
             fit_intercept=bool(self.fit_intercept), sum_grad=self.sum_gradient_[k],
             intercept_sum_grad=float(self.intercept_sum_gradient_[k]),
             t=int(self.rda_t_[k]), last_change=int(self.last_support_change_[k]),
@@ -495,7 +555,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
                  else np.full(self.coef_.shape[0], float(self.alpha)))
         entry = _STREAM_PROBLEMS.get(self)
         if (entry is not None and entry[2] is not None
-                and all(p is not None for p in self._kept_problems(alpha, keep=True))):
+                and all(p is not None
+                        for p in self._kept_problems(alpha, self._gamma_of_call(), keep=True))):
             return entry[2]
         return self._read_weight_columns(alpha)
 
@@ -507,10 +568,11 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         iterate = (steps > 0) & (np.abs(self.sum_gradient_) > alpha[:, None] * steps)
         return np.flatnonzero(np.any(self.coef_ != 0, axis=0) | np.any(iterate, axis=0))
 
-    def _kept_problems(self, alpha, keep):
+    def _kept_problems(self, alpha, gamma, keep):
         """Per problem, the kernel problem the last partial_fit call left
         (``_STREAM_PROBLEMS``) if it still describes the state under the
-        penalties ``alpha``, else None; ``keep=False`` takes them off."""
+        penalties ``alpha`` and the steps of ``gamma``, else None;
+        ``keep=False`` takes them off."""
         entry = _STREAM_PROBLEMS.get(self) if keep else _STREAM_PROBLEMS.pop(self, None)
         n_problems = self.rda_t_.shape[0]
         kept = [None] * n_problems
@@ -522,7 +584,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
                 if problem is not None and problem.describes(
                         self.sum_gradient_[k], float(self.intercept_sum_gradient_[k]),
                         int(self.rda_t_[k]), int(self.last_support_change_[k]),
-                        float(alpha[k]), float(self.gamma), bool(self.fit_intercept)):
+                        float(alpha[k]), float(gamma[k]), bool(self.fit_intercept)):
                     kept[k] = problem
             except (ValueError, TypeError, IndexError):  # a state replaced by hand
                 pass
@@ -536,7 +598,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
     def _rda_iterate(self, k):
         w = np.empty(self.n_features_in_)
         b = iterate(self.sum_gradient_[k], float(self.intercept_sum_gradient_[k]),
-                    int(self.rda_t_[k]), float(self.alpha_[k]), float(self.gamma),
+                    int(self.rda_t_[k]), float(self.alpha_[k]), float(self.gamma_[k]),
                     bool(self.fit_intercept), w)
         return w, b
 
@@ -702,7 +764,8 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
                 self.next_switch_[k] = switch_from
             return result
 
-        best_local = None  # (objective, w, b, delta, violation, status)
+        # (objective, w, b, delta, violation, status) of the latest local phase
+        best_local = self._continued_local_solution(k, S, lam)
         extra = self.safeguard_support_[k]  # updated in place, see _run_local_phase
         best, no_improvement = np.inf, 0  # best violation seen
         converged = False
@@ -770,6 +833,22 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
                   delta, violation, int(np.count_nonzero(w)))
         self._publish(k, rec, w, b, delta, violation)
         return epochs, None if converged else stop
+
+    def _continued_local_solution(self, k, S, lam):
+        """What a warm-started fit takes as its latest local solution: the
+        model the fit it continues returned, if that was a local solution
+        (not the dual-averaging iterate, which the sums hold), so that two
+        fits of one epoch return what one fit of two does (``_final_model``):
+        a local phase of the first epoch can be the better model at the end
+        of the second.  None for a fresh fit."""
+        if int(self.rda_t_[k]) == 0:
+            return None
+        w, b = self._rda_iterate(k)
+        coef, intercept = self.coef_[k], float(self.intercept_[k])
+        if b == intercept and np.array_equal(w, coef):
+            return None
+        return (S.objective(coef, intercept, lam), coef.copy(), intercept,
+                float(self.optimality_[k]), float(self.violation_[k]), "stalled")
 
     def _final_model(self, k, S, lam, scale, converged, best_local):
         """(w, b, delta, violation) of fit's model: the local solution if
@@ -884,6 +963,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         clock = time.perf_counter()
         n_problems = len(y_pm)
         self._resolve_alpha(X, y_pm, sample_weight)
+        self._resolve_gamma(X, sample_weight, n_problems)
         if not partial:
             self._reset_records(n_problems)
         elif first_call or not hasattr(self, "reservoir_seed_"):
@@ -926,7 +1006,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         with lent_random_state(self.random_state) as rng:
             seed = int(rng.randint(np.iinfo(np.int32).max))
         # (fit takes them off too: it makes its own, and renames the state)
-        problems = self._kept_problems(self.alpha_, keep=False)
+        problems = self._kept_problems(self.alpha_, self.gamma_, keep=False)
         if not partial:
             problems = [None] * n_problems
         offset = 0.0

@@ -158,6 +158,96 @@ def test_auto_alpha_per_one_vs_rest_problem():
     assert_allclose(est.alpha_, expected, rtol=1e-12)
 
 
+def auto_gamma_reference(X, sample_weight):
+    """The documented rule: the weighted mean square of the non-zero values
+    of the rows (stored zeros not counted)."""
+    X = X.toarray() if sp.issparse(X) else X
+    sq_norms = (X.astype(np.float64) ** 2).sum(axis=1)
+    nonzero = np.count_nonzero(X, axis=1)
+    return np.dot(sample_weight, sq_norms) / np.dot(sample_weight, nonzero)
+
+
+def _text_like_rows(n=300, d=400, seed=0):
+    """Sparse rows of unit norm (as a vectoriser's), about 20 non-zeros."""
+    rng = np.random.RandomState(seed)
+    X = sp.random(n, d, density=0.05, format="csr", random_state=rng)
+    X = sp.csr_matrix(X.multiply(1.0 / np.sqrt(X.multiply(X).sum(axis=1))))
+    y = np.where(X @ rng.randn(d) > 0, 1, -1)
+    return X, y
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr", "csr with stored zeros"])
+def test_auto_gamma_follows_its_definition(layout):
+    X, y = _text_like_rows()
+    sample_weight = np.random.RandomState(1).uniform(0.0, 2.0, X.shape[0])
+    sample_weight[:9] = 0.0
+    Xl = X.toarray() if layout == "dense" else X.copy()
+    if layout == "csr with stored zeros":
+        Xl.data[::7] = 0.0  # stored, and not counted
+    expected = auto_gamma_reference(Xl, sample_weight)
+    assert 0.03 < expected < 0.07  # about 1 / (non-zeros per row): not 1
+    params = dict(local_phase=False, max_iter=2, tol=None, random_state=0)
+    est = RDAPlusClassifier(**params).fit(Xl, y, sample_weight=sample_weight)
+    assert_allclose(est.gamma_, [expected], rtol=1e-13)
+    # the model is the one of that gamma given explicitly
+    explicit = RDAPlusClassifier(gamma=float(est.gamma_[0]), **params)
+    assert_array_equal(explicit.fit(Xl, y, sample_weight=sample_weight).coef_, est.coef_)
+    # standardised and binary features: 1, the former default
+    table = StandardScaler().fit_transform(load_diabetes().data)
+    assert_allclose(RDAPlusClassifier(**params).fit(table, table[:, 0] > 0).gamma_, [1.0],
+                    rtol=1e-13)
+    X, y, _, _ = load_a9a()
+    assert RDAPlusClassifier(**params).fit(X[:500], y[:500]).gamma_[0] == 1.0
+
+
+def test_auto_gamma_is_fixed_by_the_first_call_and_explicit_gamma_is_kept():
+    X, y = _text_like_rows()
+    labels = np.arange(300) % 3  # one-vs-rest: one gamma, the same for every problem
+    est = RDAPlusClassifier(local_phase=False, max_iter=2, tol=None, random_state=0)
+    est.partial_fit(X[:100], labels[:100], classes=[0, 1, 2], sample_weight=np.zeros(100))
+    assert np.all(np.isnan(est.gamma_))  # nothing learnt yet: not resolved
+    est.partial_fit(X[:100], labels[:100])
+    first = auto_gamma_reference(X[:100], np.ones(100))
+    assert_allclose(est.gamma_, [first] * 3, rtol=1e-13)
+    est.partial_fit(10 * X[100:], labels[100:])  # rows of another scale: gamma stays
+    assert_allclose(est.gamma_, [first] * 3, rtol=1e-13)
+    # a new fit resolves it again, from all of its data
+    est.fit(X, labels)
+    assert_allclose(est.gamma_, [auto_gamma_reference(X, np.ones(300))] * 3, rtol=1e-13)
+    est.set_params(gamma=0.5).partial_fit(X[:10], labels[:10])
+    assert_array_equal(est.gamma_, [0.5] * 3)
+
+
+@pytest.mark.parametrize("local_phase", [False, True])
+def test_auto_gamma_makes_the_model_equivariant_to_scale(local_phase):
+    """X times a: alpha_ times a, gamma_ times a**2, the dual-averaging
+    iterate divided by a, at every step (a power of two: every rescaled
+    operation is exact); the local phase solves the rescaled problem.
+    Without an intercept: its constant feature is not rescaled, and its
+    step follows gamma too."""
+    X, y = _text_like_rows()
+    params = dict(local_phase=local_phase, max_iter=3 if not local_phase else 100,
+                  tol=None if not local_phase else 1e-8, fit_intercept=False, random_state=0)
+    base = RDAPlusClassifier(**params).fit(X, y)
+    for a in (4.0, 2.0**-5):
+        scaled = RDAPlusClassifier(**params).fit(a * X, y)
+        if local_phase:
+            assert scaled.violation_[0] <= 1e-8 and base.violation_[0] <= 1e-8
+        assert_allclose(scaled.alpha_, a * base.alpha_, rtol=1e-15)
+        assert_allclose(scaled.gamma_, a * a * base.gamma_, rtol=1e-15)
+        assert_array_equal(scaled.sum_gradient_, a * base.sum_gradient_)
+        assert_array_equal(scaled.last_support_change_, base.last_support_change_)
+        if not local_phase:
+            assert_array_equal(scaled.coef_, base.coef_ / a)
+        else:  # two solutions to violation <= 1e-8 of the same problem
+            assert_array_equal(scaled.support_, base.support_)
+            assert_allclose(scaled.coef_, base.coef_ / a, rtol=1e-6, atol=0)
+    # a fixed gamma is not: the path of the rescaled data is another one
+    fixed = dict(params, gamma=1.0)
+    assert not np.array_equal(RDAPlusClassifier(**fixed).fit(4.0 * X, y).sum_gradient_,
+                              4.0 * RDAPlusClassifier(**fixed).fit(X, y).sum_gradient_)
+
+
 # ----------------------------------------------------------------------------
 # AdaGrad: alpha="auto"
 def adagrad_auto_alpha_reference(X, sample_weight, penalty, update):

@@ -806,7 +806,9 @@ def test_dense_csr_and_chunks_agree_to_the_tolerance(load, frac):
     one = dict(alpha=alpha, tol=tol, tau=1, shuffle=False, max_iter=1,
                random_state=0)
     whole = RDAPlusClassifier(**one).fit(X, y)
-    chunked = RDAPlusClassifier(**one)
+    # gamma="auto" is resolved from all the rows by fit, from the first
+    # chunk by partial_fit: the chunks start from fit's
+    chunked = RDAPlusClassifier(**one, gamma=float(whole.gamma_[0]))
     for lo in range(0, X.shape[0], 150):
         chunked.partial_fit(X[lo:lo + 150], y[lo:lo + 150], classes=[-1, 1])
     assert whole.n_switches_[0] >= 1 and chunked.n_switches_[0] >= 1

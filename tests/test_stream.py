@@ -319,9 +319,9 @@ ESTIMATORS = [
     AdaGradClassifier(loss="log_loss"),
     AdaGradClassifier(penalty="l1", alpha=1e-3, update="ftrl_proximal"),
     # the Newton local phase is scheduled by call sizes: compare the
-    # dual-averaging phase
-    RDAPlusClassifier(alpha=1e-3, local_phase=False),
-    # G, beta and eta are resolved from the first call's data unless given
+    # dual-averaging phase; gamma, G, beta and eta are resolved from the
+    # first call's data unless given
+    RDAPlusClassifier(alpha=1e-3, gamma=1.0, local_phase=False),
     ImplicitFTRLClassifier(G=2.0, beta=1.0),
     PairwiseAUCClassifier(eta=1.0),
     ImplicitFTRLRegressor(G=5.0, beta=1.0),
