@@ -765,7 +765,7 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
             return result
 
         # (objective, w, b, delta, violation, status) of the latest local phase
-        best_local = self._continued_local_solution(k, S, lam)
+        best_local = self._continued_local_solution(k, S, lam, scale)
         extra = self.safeguard_support_[k]  # updated in place, see _run_local_phase
         best, no_improvement = np.inf, 0  # best violation seen
         converged = False
@@ -834,21 +834,23 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self._publish(k, rec, w, b, delta, violation)
         return epochs, None if converged else stop
 
-    def _continued_local_solution(self, k, S, lam):
+    def _continued_local_solution(self, k, S, lam, scale):
         """What a warm-started fit takes as its latest local solution: the
-        model the fit it continues returned, if that was a local solution
+        model the call it continues returned, if that was a local solution
         (not the dual-averaging iterate, which the sums hold), so that two
         fits of one epoch return what one fit of two does (``_final_model``):
         a local phase of the first epoch can be the better model at the end
-        of the second.  None for a fresh fit."""
+        of the second.  Measured on this fit's data (a partial_fit measured
+        it on its reservoir).  None for a fresh fit."""
         if int(self.rda_t_[k]) == 0:
             return None
         w, b = self._rda_iterate(k)
         coef, intercept = self.coef_[k], float(self.intercept_[k])
         if b == intercept and np.array_equal(w, coef):
             return None
-        return (S.objective(coef, intercept, lam), coef.copy(), intercept,
-                float(self.optimality_[k]), float(self.violation_[k]), "stalled")
+        delta, violation = S.measures(coef, intercept, lam, self.fit_intercept, scale)
+        return (S.objective(coef, intercept, lam), coef.copy(), intercept, delta, violation,
+                "stalled")
 
     def _final_model(self, k, S, lam, scale, converged, best_local):
         """(w, b, delta, violation) of fit's model: the local solution if
