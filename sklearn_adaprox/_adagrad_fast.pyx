@@ -16,12 +16,13 @@ of the Problem read the weights of every, or of some, features at step t).
 
 Per coordinate i the state is ``u_i`` (sum of gradients; for FTRL-Proximal
 the shifted sum ``z_i``), ``ssq_i`` (sum of squared gradients) and, for mirror
-descent, the weight ``w_i`` with the step at which it was last current.
-``H_i = delta + sqrt(ssq_i)``.  During a pass the kernel keeps the pair
-``(u_i, sqrt(ssq_i))`` side by side in one workspace array ``acc`` (built at
-the start of the pass, written back at the end): a rare feature then costs one
-cache miss instead of two, and reading a weight costs no square root (the root
-is updated as ``sqrt(root_i^2 + g_i^2)`` only when a gradient arrives).
+descent, the weight ``w_i`` with the step ``s_i`` at which it was last
+current.  ``H_i = delta + sqrt(ssq_i)``.  A coordinate's entries sit side by
+side in one array ``acc``, ``(u_i, sqrt(ssq_i))`` or, for mirror descent,
+``(u_i, sqrt(ssq_i), w_i, s_i)`` (``s_i`` an integer held exactly as a
+double): a rare feature then costs one cache miss, not one per quantity, and
+reading a weight costs no square root (the root is updated as
+``sqrt(root_i^2 + g_i^2)`` only when a gradient arrives).
 With ``t`` steps done:
 
 * dual averaging: ``w_i = -sign(u_i) eta max(|u_i| - l1 t, 0) / (H_i + eta l2 t)``
@@ -63,10 +64,10 @@ cdef extern from "_simd.h" nogil:
     Py_ssize_t ftrl_step_avx(double* acc, const int32_t* idx, const double* x,
                              const double* row_w, Py_ssize_t nnz, double d, double inv_eta,
                              int* nonfinite)
-    Py_ssize_t md_step_avx(double* acc, double* w, int64_t* last, const int32_t* idx,
-                           const double* x, Py_ssize_t nnz, double d, int64_t t, double eta,
-                           double delta, double l1, double l2, bint penalised,
-                           int* nonfinite_sums, int* nonfinite_weights)
+    Py_ssize_t md_step_avx(double* acc, const int32_t* idx, const double* x,
+                           Py_ssize_t nnz, double d, double t, double eta, double delta,
+                           double l1, double l2, bint penalised, int* nonfinite_sums,
+                           int* nonfinite_weights)
 
 from ._adagrad_rules cimport (DUAL_AVERAGING, FTRL_PROXIMAL, MIRROR_DESCENT, Hyper,
                               adaprox_exp_pair, adaprox_log1p,
@@ -111,7 +112,7 @@ def md_catch_up(double[::1] w, const double[::1] root, const double[::1] idle, *
     if four_lanes and HAVE_AVX and n > 0:
         k = md_idle_row_avx(&w[0], &root[0], &idle[0], n, eta, delta, l1, l2)
     for k in range(k, n):
-        w[k] = md_idle_steps(w[k], root[k], <int64_t> idle[k], h)
+        w[k] = md_idle_steps(w[k], root[k], idle[k], h)
 
 
 def log1p_exp(const double[::1] x, const double[::1] y):
@@ -137,6 +138,27 @@ cdef extern from "_simd.h":
 SIMD_PATHS = SIMD_PATHS_C.decode("ascii")
 
 
+# Mirror descent's entry of a coordinate j in ``acc``: ``(u_j, root_j,
+# w_j, s_j)``, the weight and the step s_j at which it is current, an integer
+# held exactly as a double (below 2**53 steps).  One entry of 32 bytes: the
+# weight, its step and its root arrive in one cache line where three arrays
+# cost three (one pass of 20 newsgroups hashed to 2**20 columns, l1: the
+# next row's lines asked for by three prefetch loops were half of the pass).
+cdef enum:
+    MD_WEIGHT = 2
+    MD_STEP = 3
+
+
+# the same columns, for the estimator (adagrad.py)
+MD_WEIGHT_COLUMN = MD_WEIGHT
+MD_STEP_COLUMN = MD_STEP
+
+
+cdef inline Py_ssize_t entry_width(Hyper h) noexcept nogil:
+    """The columns of ``acc``: 4 for mirror descent, else 2."""
+    return 4 if h.update == MIRROR_DESCENT else 2
+
+
 # final: the kernel's calls of its cdef methods are direct (no vtable),
 # so the C compiler can inline them into the inner loops
 @cython.final
@@ -144,13 +166,12 @@ cdef class AdaGradProblem:
     """State of one binary AdaGrad problem for one pass, or for reading its
     weights.
 
-    Built by the estimator on views of its fitted arrays, which the kernel
-    updates in place (a pass costs O(nnz), whatever the width):
-
-    * ``acc`` (n_features, 2): the accumulators, ``(u_j, sqrt(ssq_j))``
-      side by side (z_j for FTRL-Proximal);
-    * mirror descent: ``w`` the weights, ``w[j]`` current at step
-      ``last_step[j]`` (one-element stand-ins for the other rules).
+    Built by the estimator on a view of its fitted array, which the kernel
+    updates in place (a pass costs O(nnz), whatever the width): ``acc``
+    (n_features, 2), the accumulators ``(u_j, sqrt(ssq_j))`` side by side
+    (z_j for FTRL-Proximal); for mirror descent (n_features, 4), ``(u_j,
+    sqrt(ssq_j), w_j, s_j)``, the weight ``w_j`` current at step ``s_j``
+    (see MD_WEIGHT).
 
     The intercept scalars and ``t`` are read back through the attributes,
     and whether the last pass wrote a NaN or infinite entry of ``acc``
@@ -165,16 +186,13 @@ cdef class AdaGradProblem:
     cdef Hyper hyper
     cdef bint fit_intercept
     cdef double[:, ::1] acc
-    cdef double[::1] w
-    cdef int64_t[::1] last_step
     # FTRL: the weights of the current row's entries; mirror descent: scratch
     cdef double[::1] row_w
     # The entries of the columns a chunk's pass may change, saved before it
     # (``save_columns``) so that a pass can be taken back (``restore_columns``)
-    # in O(nnz): column, (u, root, w) and mirror descent's last step.
+    # in O(nnz): column and its entries of ``acc``.
     cdef int64_t[::1] saved_columns
     cdef double[:, ::1] saved_values
-    cdef int64_t[::1] saved_steps
     cdef Py_ssize_t saved_capacity  # 0 until the first save: no buffers yet
     cdef Py_ssize_t n_saved
     cdef public double intercept
@@ -186,23 +204,15 @@ cdef class AdaGradProblem:
 
     def __init__(self, *, Loss loss, str update, double eta, double delta,
                  double l1, double l2, bint fit_intercept, double[:, ::1] acc,
-                 double[::1] w, int64_t[::1] last_step, double intercept,
-                 double intercept_sum_grad, double intercept_sum_sq_grad, int64_t t,
-                 bint adaptive=True):
+                 double intercept, double intercept_sum_grad,
+                 double intercept_sum_sq_grad, int64_t t, bint adaptive=True):
         self.hyper = make_hyper(update, eta, delta, l1, l2, adaptive)
-        if acc.shape[1] != 2:
-            raise ValueError("acc must have two columns.")
-        if self.hyper.update == MIRROR_DESCENT and (
-                w.shape[0] != acc.shape[0] or last_step.shape[0] != acc.shape[0]):
-            raise ValueError("mirror descent: w and last_step must have a "
-                             "length of n_features.")
-        if w.shape[0] < 1 or last_step.shape[0] < 1:
-            raise ValueError("w and last_step must not be empty.")
+        if acc.shape[1] != entry_width(self.hyper):
+            raise ValueError(f"acc must have {entry_width(self.hyper)} columns "
+                             f"for update={update!r}.")
         self.loss = loss
         self.fit_intercept = fit_intercept
         self.acc = acc
-        self.w = w
-        self.last_step = last_step
         self.row_w = np.empty(1)
         self.saved_capacity = 0
         self.n_saved = 0
@@ -218,30 +228,26 @@ cdef class AdaGradProblem:
         if h.update == DUAL_AVERAGING:
             return da_weight(self.acc[j, 0], da_root(self.acc[j, 1], t, h), t, h)
         if h.update == MIRROR_DESCENT:
-            return md_idle_steps(self.w[j], self.acc[j, 1], self.t - self.last_step[j], h)
+            return md_idle_steps(self.acc[j, MD_WEIGHT], self.acc[j, 1],
+                                 t - self.acc[j, MD_STEP], h)
         return ftrl_weight(self.acc[j, 0], self.acc[j, 1], t, h)
 
     cdef int reserve_saved(self, Py_ssize_t n) except -1:
         if self.saved_capacity < n:
             n = max(n, 64)
             self.saved_columns = np.empty(n, dtype=np.int64)
-            self.saved_values = np.empty((n, 3))
-            self.saved_steps = np.empty(n, dtype=np.int64)
+            self.saved_values = np.empty((n, self.acc.shape[1]))
             self.saved_capacity = n
         return 0
 
     def restore_columns(self):
         """Put back the entries saved by the last ``save_columns``, in the
         reverse order (a column saved twice ends as it was first saved)."""
-        cdef Py_ssize_t s, j
-        cdef bint md = self.hyper.update == MIRROR_DESCENT
+        cdef Py_ssize_t s, j, e
         for s in range(self.n_saved - 1, -1, -1):
             j = self.saved_columns[s]
-            self.acc[j, 0] = self.saved_values[s, 0]
-            self.acc[j, 1] = self.saved_values[s, 1]
-            if md:
-                self.w[j] = self.saved_values[s, 2]
-                self.last_step[j] = self.saved_steps[s]
+            for e in range(self.acc.shape[1]):
+                self.acc[j, e] = self.saved_values[s, e]
         self.n_saved = 0
 
     def coef_into(self, double[::1] out not None):
@@ -270,17 +276,13 @@ cdef int save_columns(AdaGradProblem problem, const index_t[::1] columns) except
     """Save the entries of ``columns`` (repeats allowed) for
     ``problem.restore_columns()``: those a pass over rows of these columns
     may change.  O(len(columns))."""
-    cdef Py_ssize_t s, j
-    cdef bint md = problem.hyper.update == MIRROR_DESCENT
+    cdef Py_ssize_t s, j, e
     problem.reserve_saved(columns.shape[0])
     for s in range(columns.shape[0]):
         j = columns[s]
         problem.saved_columns[s] = j
-        problem.saved_values[s, 0] = problem.acc[j, 0]
-        problem.saved_values[s, 1] = problem.acc[j, 1]
-        if md:
-            problem.saved_values[s, 2] = problem.w[j]
-            problem.saved_steps[s] = problem.last_step[j]
+        for e in range(problem.acc.shape[1]):
+            problem.saved_values[s, e] = problem.acc[j, e]
     problem.n_saved = columns.shape[0]
     return 0
 
@@ -420,8 +422,8 @@ cdef inline Py_ssize_t padded_to_lanes(Py_ssize_t n) noexcept nogil:
 
 
 cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                             double* w, const double* acc, int64_t* last,
-                             int64_t t, Hyper h, double* row, bint* nonfinite) noexcept nogil:
+                             double* acc, int64_t t, Hyper h, double* row,
+                             bint* nonfinite) noexcept nogil:
     # Mirror descent: catch each weight up over its idle steps, store it
     # (``nonfinite``: set if a weight stored is NaN or infinite).
     cdef Py_ssize_t k, j
@@ -435,7 +437,7 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
         for k in range(nnz):
             if x[k] == 0.0:
                 continue
-            p += w[idx[k]] * x[k]
+            p += acc[4 * idx[k] + MD_WEIGHT] * x[k]
         return p
     # Three loops over the row (``row``: three scratch arrays of its length
     # rounded up to a multiple of four): the first only loads, so that the
@@ -445,10 +447,10 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
     # columns (binary, 4.7M non-zeros), l2 and hinge: 180 ms with one loop
     # and the next row prefetched, 137 ms so; without a penalty 90 -> 47 ms.
     for k in range(nnz):
-        j = idx[k]
-        row[k] = w[j]
-        row_root[k] = acc[2 * j + 1]
-        row_idle[k] = <double> (t - last[j])  # exact below 2**53 steps
+        j = 4 * idx[k]
+        row[k] = acc[j + MD_WEIGHT]
+        row_root[k] = acc[j + 1]
+        row_idle[k] = <double> t - acc[j + MD_STEP]  # exact below 2**53 steps
     k = 0
     if HAVE_AVX:  # four at a time, the same numbers
         # the last entries fill a group of four with lanes of no idle step,
@@ -459,22 +461,21 @@ cdef inline double md_margin(const floating* x, const index_t* idx, Py_ssize_t n
             row[k] = row_root[k] = row_idle[k] = 0.0
         k = md_idle_row_avx(row, row_root, row_idle, padded, h.eta, h.delta, h.l1, h.l2)
     for k in range(k, nnz):
-        row[k] = md_idle_steps(row[k], row_root[k], <int64_t> row_idle[k], h)
+        row[k] = md_idle_steps(row[k], row_root[k], row_idle[k], h)
     for k in range(nnz):
         if x[k] == 0.0:
             continue
-        j = idx[k]
-        w[j] = row[k]
-        last[j] = t
+        j = 4 * idx[k]
+        acc[j + MD_WEIGHT] = row[k]
+        acc[j + MD_STEP] = <double> t
         nonfinite[0] |= not isfinite(row[k])
         p += row[k] * x[k]
     return p
 
 
 cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz,
-                           double d, double* w, double* acc, int64_t* last,
-                           int64_t t, Hyper h, bint* nonfinite_sums,
-                           bint* nonfinite_weights) noexcept nogil:
+                           double d, double* acc, int64_t t, Hyper h,
+                           bint* nonfinite_sums, bint* nonfinite_weights) noexcept nogil:
     # The step number t is the one being taken (weights were current at t-1).
     # Sets the flags if a value written is NaN or infinite.
     cdef Py_ssize_t k = 0, j
@@ -483,25 +484,25 @@ cdef inline void md_update(const floating* x, const index_t* idx, Py_ssize_t nnz
     cdef int avx_sums = 0, avx_weights = 0
     if floating is double and index_t is int32_t:
         if HAVE_AVX:  # four square roots and divisions at a time, same results
-            k = md_step_avx(acc, w, last, idx, x, nnz, d, t, h.eta, h.delta, h.l1, h.l2,
+            k = md_step_avx(acc, idx, x, nnz, d, <double> t, h.eta, h.delta, h.l1, h.l2,
                             penalised, &avx_sums, &avx_weights)
             nonfinite_sums[0] |= avx_sums != 0
             nonfinite_weights[0] |= avx_weights != 0
     for k in range(k, nnz):
         if x[k] == 0.0:
             continue
-        j = idx[k]
+        j = 4 * idx[k]
         g = d * x[k]
-        acc[2 * j] += g
-        acc[2 * j + 1] = sqrt(acc[2 * j + 1] * acc[2 * j + 1] + g * g)
-        nonfinite_sums[0] |= not (isfinite(acc[2 * j]) and isfinite(acc[2 * j + 1]))
-        H = h.delta + acc[2 * j + 1]
+        acc[j] += g
+        acc[j + 1] = sqrt(acc[j + 1] * acc[j + 1] + g * g)
+        nonfinite_sums[0] |= not (isfinite(acc[j]) and isfinite(acc[j + 1]))
+        H = h.delta + acc[j + 1]
         if H > 0.0:  # H == 0 only for a zero weight that has never moved
-            w[j] = w[j] - h.eta * g / H
+            acc[j + MD_WEIGHT] = acc[j + MD_WEIGHT] - h.eta * g / H
             if penalised:
-                w[j] = md_prox(w[j], H, h)
-                last[j] = t
-            nonfinite_weights[0] |= not isfinite(w[j])
+                acc[j + MD_WEIGHT] = md_prox(acc[j + MD_WEIGHT], H, h)
+                acc[j + MD_STEP] = <double> t
+            nonfinite_weights[0] |= not isfinite(acc[j + MD_WEIGHT])
 
 
 cdef inline double ftrl_margin(const floating* x, const index_t* idx, Py_ssize_t nnz,
@@ -721,10 +722,9 @@ cdef int pass_rows(AdaGradProblem problem,
             scratch = 3 * padded_to_lanes(scratch)
         if problem.row_w.shape[0] < scratch:
             problem.row_w = np.empty(scratch)
-    cdef double* w = &problem.w[0]
     cdef double* row_w = &problem.row_w[0]
     cdef double* acc = &problem.acc[0, 0] if n_features > 0 else NULL
-    cdef int64_t* last = &problem.last_step[0]
+    cdef size_t entry_bytes = problem.acc.shape[1] * sizeof(double)
     cdef double b = problem.intercept
     cdef double u_b = problem.intercept_sum_grad
     cdef double ssq_b = problem.intercept_sum_sq_grad
@@ -738,7 +738,7 @@ cdef int pass_rows(AdaGradProblem problem,
     cdef const index_t* next_idx = NULL
     cdef Py_ssize_t s, i, nnz, next_nnz
     # on a wide state, each row asks for the next row's (prefetch_entries)
-    cdef bint prefetch = asks_for_state_ahead(is_dense, n_features, 2 * sizeof(double))
+    cdef bint prefetch = asks_for_state_ahead(is_dense, n_features, entry_bytes)
     cdef double sw, yi, p, d
     cdef double sum_loss = 0.0, sum_weight = 0.0
     cdef bint nonfinite_sums = False, nonfinite_weights = False
@@ -748,14 +748,7 @@ cdef int pass_rows(AdaGradProblem problem,
             nnz = step_row(&rows, s, &i, &x, &idx)
             if prefetch:
                 next_nnz = columns_ahead(&rows, s, &next_idx)
-                prefetch_entries(acc, 2 * sizeof(double), next_idx, next_nnz)
-                if h.update == MIRROR_DESCENT:
-                    prefetch_entries(w, sizeof(double), next_idx, next_nnz)
-                    # the steps are kept only with a penalty (md_update): a
-                    # third line per entry asked for in vain cost a third of a
-                    # pass without one (20 newsgroups hashed: 57 -> 41 ms)
-                    if h.l1 != 0.0 or h.l2 != 0.0:
-                        prefetch_entries(last, sizeof(int64_t), next_idx, next_nnz)
+                prefetch_entries(acc, entry_bytes, next_idx, next_nnz)
             sw = sample_weight[i]
             if sw == 0.0:
                 continue
@@ -767,8 +760,7 @@ cdef int pass_rows(AdaGradProblem problem,
                     b = da_intercept(u_b, 0.0, <double> t, h)
                 p = b + da_margin(x, idx, nnz, acc, <double> t, h)
             elif h.update == MIRROR_DESCENT:
-                p = b + md_margin(x, idx, nnz, w, acc, last, t, h, row_w,
-                                  &nonfinite_weights)
+                p = b + md_margin(x, idx, nnz, acc, t, h, row_w, &nonfinite_weights)
             else:
                 p = b + ftrl_margin(x, idx, nnz, row_w, acc, <double> t, h)
             sum_loss += sw * loss.loss(yi, p)
@@ -785,8 +777,7 @@ cdef int pass_rows(AdaGradProblem problem,
             if h.update == DUAL_AVERAGING:
                 nonfinite_sums |= da_update(x, idx, nnz, d, acc)
             elif h.update == MIRROR_DESCENT:
-                md_update(x, idx, nnz, d, w, acc, last, t, h, &nonfinite_sums,
-                          &nonfinite_weights)
+                md_update(x, idx, nnz, d, acc, t, h, &nonfinite_sums, &nonfinite_weights)
             else:
                 nonfinite_sums |= ftrl_update(x, idx, nnz, d, row_w, acc, h)
 

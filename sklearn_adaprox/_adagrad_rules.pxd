@@ -18,7 +18,6 @@
 # The intercept is a coordinate of feature 1 with its own sums, never
 # penalised (``intercept_step``, ``da_intercept``).
 from libc.math cimport copysign, fabs, sqrt
-from libc.stdint cimport int64_t
 
 
 cdef extern from "_simd.h" nogil:
@@ -145,14 +144,17 @@ cdef inline double md_prox(double z, double H, Hyper h) noexcept nogil:
     return copysign(mag / (1.0 + h.eta * h.l2 / H), z)
 
 
-cdef inline double md_idle_steps(double w, double root, int64_t k, Hyper h) noexcept nogil:
+cdef inline double md_idle_steps(double w, double root, double k, Hyper h) noexcept nogil:
     """Mirror-descent weight after k steps in which its gradient was zero.
 
     H stays fixed, so each step maps |w| to max(|w| - a, 0) / c with
     a = eta l1 / H and c = 1 + r, r = eta l2 / H.  Unrolled:
     |w_k| = max(|w| c^-k - a (1 - c^-k) / r, 0)   (a k when r = 0),
     and a weight that reaches zero stays there.  a / r is l1 / l2 whatever
-    H: the shrinkage of the l1 part costs no division.
+    H: the shrinkage of the l1 part costs no division.  k is a whole number
+    held as a double (exact below 2**53), as the four-lane loop reads it;
+    under a penalty, one that is not a number (a damaged state) sends the
+    weight to 0, as that loop does.
     """
     cdef double H, r, decay, one_minus, total_shrink, mag
     if k <= 0 or w == 0.0:

@@ -279,10 +279,10 @@ class _AdaGradStatePath(_ShortPath):
     """What the two AdaGrad paths share: a state of arrays updated in place
     (the estimator's ``_in_place_arrays`` and ``in_place_extra``) under the
     frozen weight rule ``_rule``, in the layout of the kernel
-    ``kernel_name`` (``layout_array``: its sums; ``md_array``: mirror
-    descent's weights), and the scalars a call changes (``scalars``)."""
+    ``kernel_name`` (``layout_array``: its sums), and the scalars a call
+    changes (``scalars``)."""
 
-    kernel_name = layout_array = md_array = None  # set by each subclass
+    kernel_name = layout_array = None  # set by each subclass
     in_place_extra = ()
     scalars = ()
 
@@ -298,7 +298,9 @@ class _AdaGradStatePath(_ShortPath):
                            for name in cls.scalars + cls.in_place_extra + ("loss_curve_",))
                 or est._kernel().name != cls.kernel_name
                 or state.get("_rule") != est._weight_rule()
-                or (cls.md_array in state) != (est._update() == "mirror_descent")):
+                or est._has_md_state() != (est._update() == "mirror_descent")
+                # realigned by a general call (an unpickled state)
+                or est._md_entries_off_cache_lines()):
             return False
         if not _writable_arrays(state, est._in_place_arrays() + cls.in_place_extra):
             return False
@@ -326,7 +328,7 @@ class AdaGradPath(_AdaGradStatePath):
 
     kernels = _specialised(_adagrad_fast.learn_rows,
                            _adagrad_fast.csr_row_scores)
-    kernel_name, layout_array, md_array = "elementwise", "accumulators_", "md_weights_"
+    kernel_name, layout_array = "elementwise", "accumulators_"
     # what a short call changes besides the in-place arrays and loss_curve_:
     # the intercept's sums (in place, as the accumulators) and these
     # (replaced, as a general call does: a user may keep the intercept_ of
@@ -386,7 +388,7 @@ class MultinomialPath(_AdaGradStatePath):
 
     kernels = _specialised(_adagrad_multinomial_fast.learn_rows,
                            _adagrad_multinomial_fast.csr_row_scores)
-    kernel_name, layout_array, md_array = "multinomial", "class_accumulators_", "class_weights_"
+    kernel_name, layout_array = "multinomial", "class_accumulators_"
     # the per-class intercept arrays: new ones at every call (learn_rows
     # reads the state's and returns new ones), as a general call makes
     intercept_arrays = ("class_intercept_", "intercept_sum_gradient_",

@@ -290,6 +290,24 @@ static inline __m256d select_avx(__m256d a, __m256d b, __m256d mask)
     return _mm256_or_pd(_mm256_andnot_pd(mask, a), _mm256_and_pd(mask, b));
 }
 
+/* The 4 x 4 transpose: lane m of *c0 .. *c3 are entries 0 .. 3 of r_m (four
+ * entries of four doubles loaded whole: their lanes m of the outputs are
+ * then the m-th entry's).  Its own inverse.  Moves only: the same bits. */
+__attribute__((target("avx")))
+static inline void transpose_entries_avx(__m256d r0, __m256d r1, __m256d r2, __m256d r3,
+                                         __m256d *c0, __m256d *c1, __m256d *c2,
+                                         __m256d *c3)
+{
+    const __m256d t0 = _mm256_unpacklo_pd(r0, r1);  /* r0[0] r1[0] r0[2] r1[2] */
+    const __m256d t1 = _mm256_unpackhi_pd(r0, r1);  /* r0[1] r1[1] r0[3] r1[3] */
+    const __m256d t2 = _mm256_unpacklo_pd(r2, r3);
+    const __m256d t3 = _mm256_unpackhi_pd(r2, r3);
+    *c0 = _mm256_permute2f128_pd(t0, t2, 0x20);
+    *c1 = _mm256_permute2f128_pd(t1, t3, 0x20);
+    *c2 = _mm256_permute2f128_pd(t0, t2, 0x31);
+    *c3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
 /* The pairs (acc[2j], acc[2j + 1]) of the four columns j = idx[0..3], as
  * two vectors: lane m holds column idx[m]'s. */
 __attribute__((target("avx")))
@@ -780,36 +798,42 @@ static inline ptrdiff_t md_idle_row_avx(double *w, const double *root, const dou
 }
 
 /* Mirror descent's step for the gradient d x of a row (md_update of
- * _adagrad_fast.pyx) on four entries at a time: for every k with
- * x[k] != 0, j = idx[k] (distinct within a row) and g = d x[k]:
- * acc[2j] += g, root = acc[2j + 1] = sqrt(root^2 + g^2), H = delta + root
- * and, if H > 0, w[j] = md_prox(w[j] - eta g / H, H) and last[j] = t (the
- * plain step without a penalty, and no step kept).  The square roots and
+ * _adagrad_fast.pyx) on four entries at a time.  Coordinate j's entry is
+ * acc[4j .. 4j + 3] = (u, root, w, s), the weight w current at step s (a
+ * double).  For every k with x[k] != 0, j = idx[k] (distinct within a row)
+ * and g = d x[k]: u += g, root = sqrt(root^2 + g^2), H = delta + root and,
+ * if H > 0, w = md_prox(w - eta g / H, H) and s = t (the plain step without
+ * a penalty, and no step kept).  The four entries are loaded whole and
+ * transposed, so that lane m of u, root, w and s is entry m's.  The square roots and
  * divisions in four lanes, the same operations in the same order as the
  * scalar loop, so the same bits.  Returns how many entries it did (nnz
  * rounded down to a multiple of four): the caller does the rest.  Sets
  * *nonfinite_sums (*nonfinite_weights) to 1 if a value it wrote to acc (to
  * w) is NaN or infinite. */
 __attribute__((target("avx")))
-static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const int32_t *idx,
-                                    const double *x, ptrdiff_t nnz, double d, int64_t t,
-                                    double eta, double delta, double l1, double l2,
-                                    int penalised, int *nonfinite_sums,
-                                    int *nonfinite_weights)
+static inline ptrdiff_t md_step_avx(double *acc, const int32_t *idx, const double *x,
+                                    ptrdiff_t nnz, double d, double t, double eta,
+                                    double delta, double l1, double l2, int penalised,
+                                    int *nonfinite_sums, int *nonfinite_weights)
 {
     const __m256d sign = _mm256_set1_pd(-0.0);
     const __m256d zero = _mm256_setzero_pd();
     const __m256d d4 = _mm256_set1_pd(d);
     const __m256d eta4 = _mm256_set1_pd(eta);
+    const __m256d t4 = _mm256_set1_pd(t);
     __m256d bad_sums = zero, bad_weights = zero;
-    double fresh_u[4], fresh_root[4], fresh_w[4];
     ptrdiff_t k = 0, m;
     for (; k + 3 < nnz; k += 4) {
-        __m256d u, root;
-        gather_pairs_avx(acc, idx + k, &u, &root);
+        double *e[4];
+        for (m = 0; m < 4; m++)
+            e[m] = acc + 4 * (ptrdiff_t)idx[k + m];
+        __m256d u, root, wk, steps;
+        transpose_entries_avx(_mm256_loadu_pd(e[0]), _mm256_loadu_pd(e[1]),
+                              _mm256_loadu_pd(e[2]), _mm256_loadu_pd(e[3]),
+                              &u, &root, &wk, &steps);
+        const __m256d old_u = u, old_root = root, old_w = wk;
         __m256d g = _mm256_mul_pd(d4, _mm256_loadu_pd(x + k));
         __m256d idle = _mm256_cmp_pd(_mm256_loadu_pd(x + k), zero, _CMP_EQ_OQ);
-        __m256d wk = _mm256_set_pd(w[idx[k + 3]], w[idx[k + 2]], w[idx[k + 1]], w[idx[k]]);
         root = grown_roots_avx(root, g);
         __m256d H = _mm256_add_pd(_mm256_set1_pd(delta), root);
         __m256d z = _mm256_sub_pd(wk, _mm256_div_pd(_mm256_mul_pd(eta4, g), H));
@@ -828,22 +852,19 @@ static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const
         bad_sums = _mm256_or_pd(bad_sums, _mm256_andnot_pd(
             idle, _mm256_or_pd(nonfinite_lanes_avx(u), nonfinite_lanes_avx(root))));
         bad_weights = _mm256_or_pd(bad_weights, _mm256_and_pd(moves, nonfinite_lanes_avx(z)));
-        _mm256_storeu_pd(fresh_u, u);
-        _mm256_storeu_pd(fresh_root, root);
-        _mm256_storeu_pd(fresh_w, z);
-        const int moved = _mm256_movemask_pd(moves);
-        for (m = 0; m < 4; m++) {
-            const ptrdiff_t j = idx[k + m];
-            if (x[k + m] == 0.0)
-                continue;
-            acc[2 * j] = fresh_u[m];
-            acc[2 * j + 1] = fresh_root[m];
-            if (moved & (1 << m)) {
-                w[j] = fresh_w[m];
-                if (penalised)
-                    last[j] = t;
-            }
-        }
+        /* a lane of x = 0 keeps its entry (the zeros of a dense row), a
+         * lane with H = 0 its weight and step */
+        u = select_avx(u, old_u, idle);
+        root = select_avx(root, old_root, idle);
+        wk = select_avx(old_w, z, moves);
+        if (penalised)
+            steps = select_avx(steps, t4, moves);
+        __m256d out0, out1, out2, out3;
+        transpose_entries_avx(u, root, wk, steps, &out0, &out1, &out2, &out3);
+        _mm256_storeu_pd(e[0], out0);
+        _mm256_storeu_pd(e[1], out1);
+        _mm256_storeu_pd(e[2], out2);
+        _mm256_storeu_pd(e[3], out3);
     }
     *nonfinite_sums = _mm256_movemask_pd(bad_sums) != 0;
     *nonfinite_weights = _mm256_movemask_pd(bad_weights) != 0;
@@ -864,13 +885,12 @@ static inline ptrdiff_t ftrl_step_avx(double *acc, const int32_t *idx, const dou
     return 0;  /* never called: avx_available() is 0 */
 }
 
-static inline ptrdiff_t md_step_avx(double *acc, double *w, int64_t *last, const int32_t *idx,
-                                    const double *x, ptrdiff_t nnz, double d, int64_t t,
-                                    double eta, double delta, double l1, double l2,
-                                    int penalised, int *nonfinite_sums,
-                                    int *nonfinite_weights)
+static inline ptrdiff_t md_step_avx(double *acc, const int32_t *idx, const double *x,
+                                    ptrdiff_t nnz, double d, double t, double eta,
+                                    double delta, double l1, double l2, int penalised,
+                                    int *nonfinite_sums, int *nonfinite_weights)
 {
-    (void)acc; (void)w; (void)last; (void)idx; (void)x; (void)nnz; (void)d; (void)t;
+    (void)acc; (void)idx; (void)x; (void)nnz; (void)d; (void)t;
     (void)eta; (void)delta; (void)l1; (void)l2; (void)penalised;
     *nonfinite_sums = *nonfinite_weights = 0;
     return 0;  /* never called: avx_available() is 0 */

@@ -40,7 +40,8 @@ import copy
 import numpy as np
 
 from ._base import BaseOnlineLinearModel, feature_columns, new_state_version, take_columns
-from .adagrad import AdaGradClassifier
+from ._adagrad_fast import MD_STEP_COLUMN, MD_WEIGHT_COLUMN
+from .adagrad import AdaGradClassifier, entries_on_cache_lines
 from ._merge_fast import copy_columns, merge_entries, merge_pairs
 from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 from .pairwise_auc import PairwiseAUCClassifier
@@ -112,6 +113,11 @@ class _Rule:
     def storage(self, target):
         return {}
 
+    def for_model(self, est):
+        """The rule of ``est``'s layout (self, unless a kind of model keeps
+        its state in more than one)."""
+        return self
+
     def column_local(self, est):
         return False
 
@@ -148,8 +154,11 @@ class _AdaGradRule(_Rule):
                 "element-wise penalty, no l1_ball); got a model with "
                 f"multi_class={est.multi_class!r}, matrix={est.matrix!r}, "
                 f"penalty={est.penalty!r}, l1_ball={est.l1_ball!r}.")
-        if (est._rule["update"] == "mirror_descent") != ("md_weights_" in est.__dict__):
+        if (est._rule["update"] == "mirror_descent") != est._has_md_state():
             raise ValueError("The model's state does not match its update rule.")
+
+    def for_model(self, est):
+        return _MIRROR_DESCENT_RULE if est._has_md_state() else self
 
     def sums(self, est):
         acc = est.accumulators_
@@ -174,10 +183,7 @@ class _AdaGradRule(_Rule):
 
     def storage(self, target):
         acc = target.accumulators_
-        out = {"u": acc[..., 0], "n": acc[..., 1]}
-        if "md_weights_" in target.__dict__:
-            out["w"] = target.md_weights_
-        return out
+        return {"u": acc[..., 0], "n": acc[..., 1]}
 
     def weight_of(self, name):
         # per coordinate, its increment of the sum of squared gradients
@@ -195,15 +201,21 @@ class _AdaGradRule(_Rule):
                 "b": (np.array(est.intercept_, dtype=np.float64), "n_b")}
 
     def write(self, target, sums, averages, latest):
-        if sums["u"].base is not target.accumulators_:  # not merged in place
-            target.accumulators_ = np.stack([sums["u"], sums["n"]], axis=-1)
-        target.intercept_sum_gradient_ = sums["u_b"]
-        target.intercept_sum_sq_gradient_ = np.maximum(sums["n_b"], 0.0)
         target.t_ = int(sums["t"])
         rule = target._rule
         if rule["update"] == "mirror_descent":
-            target.md_weights_ = averages["w"]
-            target.md_steps_ = np.full(averages["w"].shape, target.t_, dtype=np.int64)
+            # four-column entries (adagrad.py): the sums, the averaged
+            # weights, current at the merged step
+            entries = entries_on_cache_lines(np.shape(sums["u"]) + (4,))
+            entries[..., 0], entries[..., 1] = sums["u"], sums["n"]
+            entries[..., MD_WEIGHT_COLUMN] = averages["w"]
+            entries[..., MD_STEP_COLUMN] = target.t_
+            target.accumulators_ = entries
+        elif sums["u"].base is not target.accumulators_:  # not merged in place
+            target.accumulators_ = np.stack([sums["u"], sums["n"]], axis=-1)
+        target.intercept_sum_gradient_ = sums["u_b"]
+        target.intercept_sum_sq_gradient_ = np.maximum(sums["n_b"], 0.0)
+        if rule["update"] == "mirror_descent":
             target.intercept_ = averages["b"]
             return
         u_b, n_b = target.intercept_sum_gradient_, target.intercept_sum_sq_gradient_
@@ -214,6 +226,20 @@ class _AdaGradRule(_Rule):
         with np.errstate(divide="ignore", invalid="ignore"):
             b = -rule["eta"] * u_b / (rule["delta"] + root)
         target.intercept_ = np.where(u_b == 0.0, 0.0, b)
+
+
+class _AdaGradMirrorRule(_AdaGradRule):
+    """Element-wise mirror descent: as ``_AdaGradRule``, its sums and
+    weights in four-column entries, which ``write`` makes anew (the pairs'
+    merge in place, ``merge_pairs``, reads two columns)."""
+
+    paired = ()
+
+    def storage(self, target):
+        return {}
+
+
+_MIRROR_DESCENT_RULE = _AdaGradMirrorRule()
 
 
 def _beta(est):
@@ -402,7 +428,7 @@ _RULES = (
 def _rule_of(estimator):
     for cls, rule in _RULES:
         if isinstance(estimator, cls):
-            return rule
+            return rule.for_model(estimator)
     raise ValueError(
         f"merge does not know how to merge {type(estimator).__name__}; it merges "
         + ", ".join(cls.__name__ for cls, _ in _RULES) + ".")

@@ -183,10 +183,10 @@ def test_one_hot_rows_reduce_to_diagonal_adagrad(update, l2, delta, loss):
         X, y, sample_weight, loss=loss, update=update, eta=eta, delta=delta,
         l2=l2, fit_intercept=False)
 
-    acc, md_w, md_last = np.zeros((d, 2)), np.zeros(d), np.zeros(d, dtype=np.int64)
+    acc = np.zeros((d, 4 if update == "mirror_descent" else 2))
     problem = AdaGradProblem(
         loss=make_loss(loss), update=update, eta=eta, delta=delta, l1=0.0, l2=l2,
-        fit_intercept=False, acc=acc, w=md_w, last_step=md_last, intercept=0.0,
+        fit_intercept=False, acc=acc, intercept=0.0,
         intercept_sum_grad=0.0, intercept_sum_sq_grad=0.0, t=0)
     data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     diag_loss, diag_weight = run_epoch(problem, data, indices, indptr, is_dense, n_features, y,
@@ -235,9 +235,8 @@ def test_full_matrix_beats_diagonal_on_correlated_features(update):
         full.append(sum_loss / sum_weight)
         problem = AdaGradProblem(
             loss=make_loss("log_loss"), update=update, eta=eta, delta=1e-3, l1=0.0, l2=0.0,
-            fit_intercept=True, acc=np.zeros((d, 2)), w=np.zeros(d),
-            last_step=np.zeros(d, dtype=np.int64), intercept=0.0, intercept_sum_grad=0.0,
-            intercept_sum_sq_grad=0.0, t=0)
+            fit_intercept=True, acc=np.zeros((d, 4 if update == "mirror_descent" else 2)),
+            intercept=0.0, intercept_sum_grad=0.0, intercept_sum_sq_grad=0.0, t=0)
         sum_loss, sum_weight = run_epoch(problem, data, indices, indptr, is_dense, n_features,
                                          y, ones, order)
         diag.append(sum_loss / sum_weight)

@@ -160,10 +160,10 @@ def _diagonal_kernel(X, y, sample_weight, order, *, loss, update, delta,
                      fit_intercept):
     """The existing unpenalised diagonal AdaGrad kernel (l1 = l2 = 0)."""
     d = X.shape[1]
-    acc, w, last = np.zeros((d, 2)), np.zeros(d), np.zeros(d, dtype=np.int64)
+    acc = np.zeros((d, 4 if update == "mirror_descent" else 2))
     problem = AdaGradProblem(
         loss=make_loss(loss), update=update, eta=ETA, delta=delta, l1=0.0, l2=0.0,
-        fit_intercept=fit_intercept, acc=acc, w=w, last_step=last, intercept=0.0,
+        fit_intercept=fit_intercept, acc=acc, intercept=0.0,
         intercept_sum_grad=0.0, intercept_sum_sq_grad=0.0, t=0)
     data, indices, indptr, is_dense, n_features = as_row_arrays(X)
     sum_loss, sum_weight = run_epoch(problem, data, indices, indptr, is_dense, n_features, y,

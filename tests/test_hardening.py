@@ -177,9 +177,8 @@ def test_kernel_refuses_state_narrower_than_X():
     d = X.shape[1] - 1  # a state one feature short
     problem = AdaGradProblem(
         loss=make_loss("hinge"), update="dual_averaging", eta=1.0, delta=1e-6, l1=0.0,
-        l2=0.0, fit_intercept=True, acc=np.zeros((d, 2)), w=np.zeros(1),
-        last_step=np.zeros(1, dtype=np.int64), intercept=0.0, intercept_sum_grad=0.0,
-        intercept_sum_sq_grad=0.0, t=0)
+        l2=0.0, fit_intercept=True, acc=np.zeros((d, 2)), intercept=0.0,
+        intercept_sum_grad=0.0, intercept_sum_sq_grad=0.0, t=0)
     order = np.arange(X.shape[0], dtype=np.int64)
     with pytest.raises(ValueError, match="fitted state has 7 features but X has 8"):
         run_epoch(problem, *rows, y.astype(float), np.ones(X.shape[0]), order)
@@ -190,9 +189,8 @@ def test_kernel_refuses_rows_outside_X():
     d = X.shape[1]
     problem = AdaGradProblem(
         loss=make_loss("hinge"), update="dual_averaging", eta=1.0, delta=1e-6, l1=0.0,
-        l2=0.0, fit_intercept=True, acc=np.zeros((d, 2)), w=np.zeros(1),
-        last_step=np.zeros(1, dtype=np.int64), intercept=0.0, intercept_sum_grad=0.0,
-        intercept_sum_sq_grad=0.0, t=0)
+        l2=0.0, fit_intercept=True, acc=np.zeros((d, 2)), intercept=0.0,
+        intercept_sum_grad=0.0, intercept_sum_sq_grad=0.0, t=0)
     order = np.array([0, X.shape[0]], dtype=np.int64)
     with pytest.raises(ValueError, match="Row order names row 60 of 60"):
         run_epoch(problem, *as_row_arrays(X), y.astype(float), np.ones(X.shape[0]),

@@ -103,7 +103,70 @@ def test_switching_layouts_mid_stream_keeps_the_state(update):
         assert ("accumulators_" in vars(clf)) == (penalty == "l2")
         for name, value in before.items():
             assert_array_equal(getattr(clf, name), value, err_msg=f"{penalty}: {name}")
-    assert_array_equal(clf.accumulators_, accumulators)  # the root survives its square
+    # the root survives its square (mirror descent's weights are restarted
+    # at step t_, the same coef_: checked above)
+    assert_array_equal(clf.accumulators_[..., :2], accumulators[..., :2])
+
+
+def test_mirror_descent_entries_hold_weights_and_steps_on_cache_lines():
+    """Mirror descent's state is one entry of four doubles a coordinate,
+    (u, root, w, step), each in one cache line: the array starts a line
+    after a fit, after a change of rule and after a merge, and a state that
+    does not (unpickled) is realigned by the call that continues it, to the
+    model the state would have given in place.  md_weights_ and md_steps_
+    read the entries."""
+    from sklearn_adaprox import merge
+
+    X, y = _stream()
+    clf = AdaGradClassifier(update="mirror_descent", penalty="l1", alpha=1e-3,
+                            random_state=0).partial_fit(X[:200], y[:200], classes=[-1, 1])
+    acc = clf.accumulators_
+    assert acc.shape == (1, X.shape[1], 4) and acc.ctypes.data % 64 == 0
+    assert_array_equal(clf.md_weights_, acc[..., 2])
+    assert clf.md_steps_.dtype == np.int64 and clf.md_steps_.max() == clf.t_
+    assert_array_equal(clf.md_steps_, acc[..., 3])
+    assert not clf.md_weights_.flags.writeable  # changed by fitting only
+
+    moved = None
+    while moved is None or moved.accumulators_.ctypes.data % 64 == 0:
+        moved = pickle.loads(pickle.dumps(clf))  # NumPy aligns to 16 bytes
+    resumed = moved.partial_fit(X[200:], y[200:])
+    assert resumed.accumulators_.ctypes.data % 64 == 0
+    clf.partial_fit(X[200:], y[200:])
+    assert_array_equal(resumed.accumulators_, clf.accumulators_)
+    assert_array_equal(resumed.coef_, clf.coef_)
+
+    other = AdaGradClassifier(update="dual_averaging", penalty="l1", alpha=1e-3,
+                              random_state=0).partial_fit(X[:50], y[:50], classes=[-1, 1])
+    assert other.accumulators_.shape[-1] == 2 and not hasattr(other, "md_weights_")
+    other.set_params(update="mirror_descent").partial_fit(X[50:60], y[50:60])
+    assert other.accumulators_.shape[-1] == 4
+    assert other.accumulators_.ctypes.data % 64 == 0
+    merged = merge([clf, resumed])
+    assert merged.accumulators_.ctypes.data % 64 == 0
+    assert_array_equal(merged.md_steps_, merged.t_)
+
+
+def test_a_model_pickled_with_mirror_descent_weights_in_arrays_of_their_own_loads():
+    """Before its entries held them, mirror descent kept md_weights_ and
+    md_steps_ as fitted arrays beside the (u, root) pairs: such a pickle
+    loads into the entries, predicts and resumes as the model it was."""
+    X, y = _stream()
+    est = AdaGradClassifier(update="mirror_descent", penalty="l2", alpha=1e-3,
+                            random_state=0).partial_fit(X[:200], y[:200], classes=[-1, 1])
+    old_state = dict(est.__getstate__())
+    acc = old_state.pop("accumulators_")
+    old_state.update(accumulators_=acc[..., :2].copy(), md_weights_=acc[..., 2].copy(),
+                     md_steps_=acc[..., 3].astype(np.int64))
+    loaded = AdaGradClassifier.__new__(AdaGradClassifier)
+    loaded.__setstate__(pickle.loads(pickle.dumps(old_state)))
+    assert "md_weights_" not in vars(loaded)
+    assert_array_equal(loaded.accumulators_, est.accumulators_)
+    assert_array_equal(loaded.predict(X), est.predict(X))
+    loaded.partial_fit(X[200:], y[200:])
+    est.partial_fit(X[200:], y[200:])
+    assert_array_equal(loaded.accumulators_, est.accumulators_)
+    assert_array_equal(loaded.coef_, est.coef_)
 
 
 def test_a_failing_call_restores_the_touched_columns_only_it_changed(monkeypatch):
