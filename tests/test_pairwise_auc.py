@@ -749,3 +749,28 @@ def test_a_fresh_state_on_a_few_columns_learns_them_alone_with_the_same_bits(par
     assert np.count_nonzero(models[True][0].coef_) > 0
     if params.get("algorithm") != "ogd" and params.get("theta", 0.0) > 0:  # momentum
         assert np.count_nonzero(models[True][0].momentum_) > 0
+
+
+@pytest.mark.parametrize("params", [{}, {"theta": 0.9}, {"average": True},
+                                    {"adaptive": "coordinate"}],
+                         ids=["defaults", "momentum", "average", "coordinate"])
+def test_asking_for_the_next_rows_entries_changes_nothing(params):
+    """On a wide state (2**17 columns: 1 MiB a per-feature array, the
+    threshold of _dataset.state_is_wide) a pass asks for the next row's
+    entries while it computes a row: a hint, so the model is bit for bit
+    that of a pass that does not."""
+    from sklearn_adaprox._dataset import set_prefetch
+
+    X, y = make_sparse_zipf(400, 2**17, 30, random_state=2)
+    clf = PairwiseAUCClassifier(max_iter=2, tol=None, random_state=0, **params)
+    previous = set_prefetch(False)
+    try:
+        plain = clone(clf).fit(X, y)
+        set_prefetch(True)
+        hinted = clone(clf).fit(X, y)
+    finally:
+        set_prefetch(previous)
+    assert np.count_nonzero(plain.coef_) > 100
+    for name in ("coef_", "iterate_", "momentum_", "sum_sq_gradient_", "intercept_"):
+        assert_array_equal(getattr(hinted, name), getattr(plain, name), err_msg=name)
+    assert hinted.loss_curve_ == plain.loss_curve_
