@@ -112,6 +112,15 @@ def entries_on_cache_lines(shape):
     return buffer[start:start + size].reshape(shape)
 
 
+def owns_cache_line_buffer(array):
+    """Whether ``array`` is one that ``entries_on_cache_lines`` made: a view
+    of a buffer of its own, which a copy may be written into as into an
+    array that owns its data."""
+    base = array.base
+    return (isinstance(base, np.ndarray) and base.base is None and base.ndim == 1
+            and base.size == array.size + CACHE_LINE // 8)
+
+
 def _on_cache_lines(entries):
     """``entries``, or a copy of them from the start of a cache line: an
     unpickled state, realigned once (O(state)) by the general path's call

@@ -41,7 +41,7 @@ import numpy as np
 
 from ._base import BaseOnlineLinearModel, feature_columns, new_state_version, take_columns
 from ._adagrad_fast import MD_STEP_COLUMN, MD_WEIGHT_COLUMN
-from .adagrad import AdaGradClassifier, entries_on_cache_lines
+from .adagrad import AdaGradClassifier, entries_on_cache_lines, owns_cache_line_buffer
 from ._merge_fast import copy_columns, merge_entries, merge_pairs
 from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 from .pairwise_auc import PairwiseAUCClassifier
@@ -205,8 +205,14 @@ class _AdaGradRule(_Rule):
         rule = target._rule
         if rule["update"] == "mirror_descent":
             # four-column entries (adagrad.py): the sums, the averaged
-            # weights, current at the merged step
-            entries = entries_on_cache_lines(np.shape(sums["u"]) + (4,))
+            # weights, current at the merged step; into the target's own
+            # (a copy, or the state merged in place: the merged parts are
+            # new arrays, read from its entries before)
+            shape = np.shape(sums["u"]) + (4,)
+            entries = target.accumulators_
+            if not (entries.shape == shape and entries.dtype == np.float64
+                    and entries.flags.writeable and entries.flags.c_contiguous):
+                entries = entries_on_cache_lines(shape)
             entries[..., 0], entries[..., 1] = sums["u"], sums["n"]
             entries[..., MD_WEIGHT_COLUMN] = averages["w"]
             entries[..., MD_STEP_COLUMN] = target.t_
@@ -871,7 +877,8 @@ def _assign(target, source, columns=None):
         old = mine.get(name)
         if (isinstance(value, np.ndarray) and isinstance(old, np.ndarray)
                 and old is not value and old.shape == value.shape
-                and old.dtype == value.dtype and old.flags.writeable and old.base is None):
+                and old.dtype == value.dtype and old.flags.writeable
+                and (old.base is None or owns_cache_line_buffer(old))):
             if name in partial:
                 _copy_columns(old, value, columns)
             else:
