@@ -133,9 +133,11 @@ def main():
     RESULTS.table("score_one", "Scoring one row: microseconds per call, by width",
                   ["width", "AdaGradClassifier", "SGDClassifier", "scipy row @ w",
                    "numpy data @ w[indices]", "river predict_proba_one",
-                   "ImplicitFTRLClassifier", "AdaGrad multinomial", "PairwiseAUCClassifier"],
-                  notes="decision_function on a one-row CSR matrix of a fitted model; the "
-                  "plain products use a weight vector of the width.")
+                   "ImplicitFTRLClassifier", "AdaGrad multinomial", "PairwiseAUCClassifier",
+                   "RDAPlusClassifier", "AdaGradClassifier predict"],
+                  notes="decision_function (the last column: predict) on a one-row CSR "
+                  "matrix of a fitted model; the plain products use a weight vector of the "
+                  "width.")
     RESULTS.table("local_phase", "RDAPlusClassifier: one-row calls that run the local phase",
                   ["width", "microseconds per call", "calls", "local phases run",
                    "reservoir rows"],
@@ -215,11 +217,14 @@ def main():
                  if river_linear is not None else np.nan,
                  per_call(ftrl.decision_function, rows, args.budget),
                  per_call(multinomial.decision_function, rows, args.budget),
-                 per_call(pairwise.decision_function, rows, args.budget)]
+                 per_call(pairwise.decision_function, rows, args.budget),
+                 per_call(rda.decision_function, rows, args.budget),
+                 per_call(ours.predict, rows, args.budget)]
         print(f"2^{int(np.log2(width)):<4d} score one row: ours {costs[0]:.1f}, SGD "
               f"{costs[1]:.1f}, row @ w {costs[2]:.1f}, data @ w[indices] {costs[3]:.1f}, "
               f"river {costs[4]:.1f}, implicit FTRL {costs[5]:.1f}, multinomial "
-              f"{costs[6]:.1f}, pairwise AUC {costs[7]:.1f} us", flush=True)
+              f"{costs[6]:.1f}, pairwise AUC {costs[7]:.1f}, RDA+ {costs[8]:.1f}, "
+              f"ours predict {costs[9]:.1f} us", flush=True)
         RESULTS.row("score_one", f"2^{int(np.log2(width))}", *costs)
     for width in WIDTHS:
         X, y = settling_rows(6000, width)

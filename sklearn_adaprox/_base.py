@@ -1340,6 +1340,25 @@ class BaseOnlineLinearClassifier(LinearClassifierMixin, BaseOnlineLinearModel):
         scores = self._scores(X)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
+    def predict(self, X):
+        """Predict class labels for samples in X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The samples to classify.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            The class of the largest score (for two classes: ``classes_[1]``
+            where ``decision_function`` is positive).
+        """
+        # LinearClassifierMixin.predict's labels, without its array-namespace
+        # dispatch (the kernels read NumPy arrays): on one row of hashed
+        # text 19 us, where the scores take 2.6
+        return self._labels_from_scores(self._scores(X))
+
     # ------------------------------------------------------------------
     def _outputs_from_scores(self, scores):
         """``(predict_proba(X), predict(X))`` from ``scores =

@@ -114,8 +114,8 @@ cdef enum:
 
 from ._dataset cimport (RowPass, asks_for_state_ahead, check_pass_input, columns_ahead,
                         float64_values, index_t, learnable_rows, longest_row,
-                        merge_sorted, plain_rows_largest, prefetch_entries, row_pass,
-                        step_row, vector_length)
+                        merge_sorted, prefetch_entries, row_pass, step_row,
+                        vector_length)
 from ._loss cimport Loss
 
 from ._dataset import touched_columns
@@ -1980,28 +1980,3 @@ def learn_rows(PairwiseAUCProblem problem,
         raise
     problem.release_workspace()
     return result
-
-
-def csr_row_scores(const double[:, ::1] coef, intercept,
-                   const floating[::1] X_data, const index_t[::1] X_indices,
-                   const index_t[::1] X_indptr, Py_ssize_t n_rows):
-    """``scores[i, 0] = <coef[0], x_i> + intercept[0]`` for ``n_rows`` plain
-    CSR rows (``_dataset.plain_rows_largest``; else None), summed from 0 in
-    each row's order, then the intercept added, as the general path's
-    product (scipy's) sums them: the same numbers, bit for bit.  A short
-    call's scores (``_short_calls.PairwiseAUCPath``)."""
-    cdef Py_ssize_t i, q
-    cdef const double* b = float64_values(intercept, 1, False)  # read in place
-    cdef double total
-    if coef.shape[0] != 1 or plain_rows_largest(X_data, X_indices, X_indptr, False,
-                                                coef.shape[1], n_rows) < 0.0:
-        return None
-    cdef cnp.ndarray scores = np.empty((n_rows, 1))
-    cdef double* out = <double*> cnp.PyArray_DATA(scores)
-    with nogil:
-        for i in range(n_rows):
-            total = 0.0
-            for q in range(X_indptr[i], X_indptr[i + 1]):
-                total = total + X_data[q] * coef[0, X_indices[q]]
-            out[i] = total + b[0]
-    return scores

@@ -125,14 +125,17 @@ def _on_cache_lines(entries):
     """``entries``, or a copy of them from the start of a cache line: an
     unpickled state, realigned once (O(state)) by the general path's call
     that continues it (a short call leaves it to that path)."""
-    if not _off_cache_lines(entries):
+    if not off_cache_lines(entries):
         return entries
     aligned = entries_on_cache_lines(entries.shape)
     aligned[...] = entries
     return aligned
 
 
-def _off_cache_lines(entries):
+def off_cache_lines(entries):
+    """Whether ``entries`` do not start on a cache line (or are not one
+    C-ordered block): half of their entries of four doubles then straddle
+    two lines."""
     return entries.ctypes.data % CACHE_LINE != 0 or not entries.flags.c_contiguous
 
 
@@ -1081,7 +1084,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         """Whether mirror descent's entries are to be realigned (see
         ``_on_cache_lines``)."""
         acc = self.__dict__.get("accumulators_")
-        return acc is not None and acc.shape[-1] == 4 and _off_cache_lines(acc)
+        return acc is not None and acc.shape[-1] == 4 and off_cache_lines(acc)
 
     def _has_md_state(self):
         """Whether the in-place state holds mirror descent's weights: the

@@ -41,7 +41,8 @@ import numpy as np
 
 from ._base import BaseOnlineLinearModel, feature_columns, new_state_version, take_columns
 from ._adagrad_fast import MD_STEP_COLUMN, MD_WEIGHT_COLUMN
-from .adagrad import AdaGradClassifier, entries_on_cache_lines, owns_cache_line_buffer
+from .adagrad import (AdaGradClassifier, entries_on_cache_lines, off_cache_lines,
+                      owns_cache_line_buffer)
 from ._merge_fast import copy_columns, merge_entries, merge_pairs
 from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
 from .pairwise_auc import PairwiseAUCClassifier
@@ -211,7 +212,7 @@ class _AdaGradRule(_Rule):
             shape = np.shape(sums["u"]) + (4,)
             entries = target.accumulators_
             if not (entries.shape == shape and entries.dtype == np.float64
-                    and entries.flags.writeable and entries.flags.c_contiguous):
+                    and entries.flags.writeable and not off_cache_lines(entries)):
                 entries = entries_on_cache_lines(shape)
             entries[..., 0], entries[..., 1] = sums["u"], sums["n"]
             entries[..., MD_WEIGHT_COLUMN] = averages["w"]

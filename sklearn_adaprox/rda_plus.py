@@ -26,6 +26,7 @@ from ._l1_logistic import (DesignCache, Surrogate, local_phase, narrowed,
                            single_threaded_blas, violation_scale)
 from ._loss import Log
 from ._rda_fast import NEVER, RDAProblem, iterate, run_epoch, safeguarded_support
+from ._short_calls import stored_scores
 
 # alpha="auto" is AUTO_ALPHA_RATIO * alpha_max (glmnet's default end of the
 # regularisation path for wide data), AUTO_ALPHA_FALLBACK when alpha_max is 0
@@ -402,6 +403,12 @@ class RDAPlusClassifier(BaseOnlineLinearClassifier):
         self.verbose = verbose
 
     # ------------------------------------------------------------------
+    def _scores(self, X):
+        # a few plain CSR rows in one compiled call (the same scores, bit
+        # for bit); anything else through the general validation
+        scores = stored_scores(self, X)
+        return super()._scores(X) if scores is None else scores
+
     def predict_proba(self, X):
         """Logistic class probabilities (one-vs-rest rows normalised).
 

@@ -1200,3 +1200,71 @@ def test_compiled_measures_are_the_vectorised_ones():
         for w, b in ((w0, 0.3), (np.zeros_like(w0), 0.0)):
             assert_allclose(S.measures(w, b, lam, fit_intercept, scale),
                             csr.measures(w, b, lam, fit_intercept, scale), rtol=1e-10)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_a_few_csr_rows_are_scored_in_one_compiled_call_as_the_general_path_does(n_classes):
+    """decision_function and predict of a few plain CSR rows (any of the
+    four data and index types) take one compiled call over the stored
+    coef_: the general path's scores (its validation, then scipy's product
+    and the intercept), bit for bit.  Rows it does not vouch for (unsorted
+    columns, NaN, another width) go to the general path, whose answer or
+    error is unchanged."""
+    from sklearn.utils.extmath import safe_sparse_dot
+
+    from sklearn_adaprox import _short_calls
+
+    rng = np.random.RandomState(0)
+    X = sp.random(300, 40, density=0.2, format="csr", random_state=rng)
+    y = rng.randint(0, n_classes, 300)
+    clf = RDAPlusClassifier(alpha=1e-3, max_iter=3, random_state=0).fit(X, y)
+    assert np.count_nonzero(clf.coef_) > 10
+    calls = []
+    kernels = dict(_short_calls._STORED_SCORES)
+
+    def counted(key):  # the compiled calls that scored the rows
+        def kernel(*args):
+            scores = kernels[key](*args)
+            if scores is not None:
+                calls.append(key)
+            return scores
+        return kernel
+
+    rows = X[:5]
+    general = safe_sparse_dot(rows, clf.coef_.T, dense_output=True) + clf.intercept_
+    for data, index in [(np.float64, np.int32), (np.float64, np.int64),
+                        (np.float32, np.int32), (np.float32, np.int64)]:
+        typed = rows.astype(data)
+        # set after construction: scipy would take int64 indices back to int32
+        typed.indices, typed.indptr = rows.indices.astype(index), rows.indptr.astype(index)
+        expected = safe_sparse_dot(typed, clf.coef_.T, dense_output=True) + clf.intercept_
+        if data is np.float64:
+            assert_array_equal(expected, general)
+        key = (np.dtype(data), np.dtype(index))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setitem(_short_calls._STORED_SCORES, key, counted(key))
+            scores = clf.decision_function(typed)
+            predicted = clf.predict(typed)
+        assert calls[-1] == key
+        assert_array_equal(scores, expected.ravel() if n_classes == 2 else expected)
+        assert_array_equal(predicted, clf.classes_[
+            (expected[:, 0] > 0).astype(int) if n_classes == 2 else expected.argmax(axis=1)])
+    # not plain: the general path (its scores, or its error)
+    unsorted = rows.copy()
+    unsorted.indices[:2] = unsorted.indices[1::-1].copy()  # the same entries,
+    unsorted.data[:2] = unsorted.data[1::-1].copy()  # listed the other way
+    assert unsorted.indices[0] > unsorted.indices[1]
+    n_calls = len(calls)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in kernels:
+            patch.setitem(_short_calls._STORED_SCORES, key, counted(key))
+        scores = clf.decision_function(unsorted)
+    assert len(calls) == n_calls  # the kernel's check refused them
+    expected = safe_sparse_dot(unsorted, clf.coef_.T, dense_output=True) + clf.intercept_
+    assert_array_equal(scores, expected.ravel() if n_classes == 2 else expected)
+    with_nan = rows.copy()
+    with_nan.data[0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.decision_function(with_nan)
+    with pytest.raises(ValueError, match="features"):
+        clf.decision_function(sp.csr_matrix((1, 41)))
