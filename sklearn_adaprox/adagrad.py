@@ -121,6 +121,13 @@ def owns_cache_line_buffer(array):
             and base.size == array.size + CACHE_LINE // 8)
 
 
+def off_cache_lines(entries):
+    """Whether ``entries`` do not start on a cache line (or are not one
+    C-ordered block): half of their entries of four doubles then straddle
+    two lines."""
+    return entries.ctypes.data % CACHE_LINE != 0 or not entries.flags.c_contiguous
+
+
 def _on_cache_lines(entries):
     """``entries``, or a copy of them from the start of a cache line: an
     unpickled state, realigned once (O(state)) by the general path's call
@@ -132,11 +139,14 @@ def _on_cache_lines(entries):
     return aligned
 
 
-def off_cache_lines(entries):
-    """Whether ``entries`` do not start on a cache line (or are not one
-    C-ordered block): half of their entries of four doubles then straddle
-    two lines."""
-    return entries.ctypes.data % CACHE_LINE != 0 or not entries.flags.c_contiguous
+def mirror_descent_entries(u, root, weights, steps, out=None):
+    """Mirror descent's entries ``(u, root, w, s)`` of each coordinate side
+    by side, in ``out`` or in a new array on cache lines."""
+    if out is None:
+        out = entries_on_cache_lines(np.shape(u) + (4,))
+    out[..., 0], out[..., 1] = u, root
+    out[..., MD_WEIGHT_COLUMN], out[..., MD_STEP_COLUMN] = weights, steps
+    return out
 
 
 def _read_only(view):
@@ -1065,13 +1075,9 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         # arrays of their own loads with them in its entries
         if "md_weights_" in state:
             state = dict(state)
-            weights, steps = state.pop("md_weights_"), state.pop("md_steps_")
             pairs = state["accumulators_"]
-            entries = entries_on_cache_lines(pairs.shape[:2] + (4,))
-            entries[..., :2] = pairs
-            entries[..., MD_WEIGHT_COLUMN] = weights
-            entries[..., MD_STEP_COLUMN] = steps
-            state["accumulators_"] = entries
+            state["accumulators_"] = mirror_descent_entries(
+                pairs[..., 0], pairs[..., 1], state.pop("md_weights_"), state.pop("md_steps_"))
         super().__setstate__(state)
 
     def _md_entries(self, name):
@@ -1146,11 +1152,7 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
         """Mirror descent's four-column entries from the sums of
         ``accumulators_`` and the weights of step t_ (a new array)."""
         acc = self.accumulators_
-        entries = entries_on_cache_lines(acc.shape[:2] + (4,))
-        entries[..., :2] = acc[..., :2]
-        entries[..., MD_WEIGHT_COLUMN] = coef
-        entries[..., MD_STEP_COLUMN] = self.t_
-        self.accumulators_ = entries
+        self.accumulators_ = mirror_descent_entries(acc[..., 0], acc[..., 1], coef, self.t_)
 
     def _init_state(self, n_problems, n_features):
         for name in ("accumulators_", "class_accumulators_",

@@ -40,8 +40,7 @@ import copy
 import numpy as np
 
 from ._base import BaseOnlineLinearModel, feature_columns, new_state_version, take_columns
-from ._adagrad_fast import MD_STEP_COLUMN, MD_WEIGHT_COLUMN
-from .adagrad import (AdaGradClassifier, entries_on_cache_lines, off_cache_lines,
+from .adagrad import (AdaGradClassifier, mirror_descent_entries, off_cache_lines,
                       owns_cache_line_buffer)
 from ._merge_fast import copy_columns, merge_entries, merge_pairs
 from .implicit_ftrl import ImplicitFTRLClassifier, ImplicitFTRLRegressor
@@ -207,17 +206,14 @@ class _AdaGradRule(_Rule):
         if rule["update"] == "mirror_descent":
             # four-column entries (adagrad.py): the sums, the averaged
             # weights, current at the merged step; into the target's own
-            # (a copy, or the state merged in place: the merged parts are
-            # new arrays, read from its entries before)
-            shape = np.shape(sums["u"]) + (4,)
+            # when they start a cache line (a copy, or the state merged in
+            # place: the merged parts are new arrays, read from them before)
             entries = target.accumulators_
-            if not (entries.shape == shape and entries.dtype == np.float64
+            if not (entries.shape == np.shape(sums["u"]) + (4,) and entries.dtype == np.float64
                     and entries.flags.writeable and not off_cache_lines(entries)):
-                entries = entries_on_cache_lines(shape)
-            entries[..., 0], entries[..., 1] = sums["u"], sums["n"]
-            entries[..., MD_WEIGHT_COLUMN] = averages["w"]
-            entries[..., MD_STEP_COLUMN] = target.t_
-            target.accumulators_ = entries
+                entries = None
+            target.accumulators_ = mirror_descent_entries(
+                sums["u"], sums["n"], averages["w"], target.t_, out=entries)
         elif sums["u"].base is not target.accumulators_:  # not merged in place
             target.accumulators_ = np.stack([sums["u"], sums["n"]], axis=-1)
         target.intercept_sum_gradient_ = sums["u_b"]
