@@ -127,9 +127,12 @@ def test_mirror_descent_entries_hold_weights_and_steps_on_cache_lines():
     assert_array_equal(clf.md_steps_, acc[..., 3])
     assert not clf.md_weights_.flags.writeable  # changed by fitting only
 
-    moved = None
-    while moved is None or moved.accumulators_.ctypes.data % 64 == 0:
-        moved = pickle.loads(pickle.dumps(clf))  # NumPy aligns to 16 bytes
+    moved = pickle.loads(pickle.dumps(clf))  # NumPy aligns to 16 bytes only
+    acc = moved.accumulators_
+    buffer = np.empty(acc.size + 16)  # and here, 16 bytes past a cache line
+    start = next(i for i in range(8) if (buffer.ctypes.data + 8 * i) % 64 == 16)
+    moved.accumulators_ = buffer[start:start + acc.size].reshape(acc.shape)
+    moved.accumulators_[...] = acc
     resumed = moved.partial_fit(X[200:], y[200:])
     assert resumed.accumulators_.ctypes.data % 64 == 0
     clf.partial_fit(X[200:], y[200:])
