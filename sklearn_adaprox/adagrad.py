@@ -1061,14 +1061,14 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
 
         Each ``md_weights_[k, j]`` is current at step ``md_steps_[k, j]``
         (a read-only view of ``accumulators_``)."""
-        return _read_only(self._md_entries("md_weights_")[..., MD_WEIGHT_COLUMN])
+        return _read_only(self._md_entries_or_raise("md_weights_")[..., MD_WEIGHT_COLUMN])
 
     @property
     def md_steps_(self):
         """Element-wise mirror descent: the step at which each weight is current.
 
         An int64 copy of a column of ``accumulators_``."""
-        return self._md_entries("md_steps_")[..., MD_STEP_COLUMN].astype(np.int64)
+        return self._md_entries_or_raise("md_steps_")[..., MD_STEP_COLUMN].astype(np.int64)
 
     def __setstate__(self, state):
         # a model pickled when mirror descent kept its weights and steps in
@@ -1080,26 +1080,31 @@ class AdaGradClassifier(BaseOnlineLinearClassifier):
                 pairs[..., 0], pairs[..., 1], state.pop("md_weights_"), state.pop("md_steps_"))
         super().__setstate__(state)
 
-    def _md_entries(self, name):
+    def _md_entries(self):
+        """``accumulators_`` when it holds mirror descent's four-column
+        entries, else None."""
         acc = self.__dict__.get("accumulators_")
-        if acc is None or acc.shape[-1] != 4:
+        return acc if acc is not None and acc.shape[-1] == 4 else None
+
+    def _md_entries_or_raise(self, name):
+        entries = self._md_entries()
+        if entries is None:
             raise AttributeError(name)
-        return acc
+        return entries
 
     def _md_entries_off_cache_lines(self):
         """Whether mirror descent's entries are to be realigned (see
         ``_on_cache_lines``)."""
-        acc = self.__dict__.get("accumulators_")
-        return acc is not None and acc.shape[-1] == 4 and off_cache_lines(acc)
+        entries = self._md_entries()
+        return entries is not None and off_cache_lines(entries)
 
     def _has_md_state(self):
         """Whether the in-place state holds mirror descent's weights: the
         element-wise layout's four-column entries, or the multinomial
         layout's ``class_weights_``."""
-        state = self.__dict__
-        if "accumulators_" in state:
-            return state["accumulators_"].shape[-1] == 4
-        return "class_weights_" in state
+        if "accumulators_" in self.__dict__:
+            return self._md_entries() is not None
+        return "class_weights_" in self.__dict__
 
     def _prepare_continuing_state(self):
         """Convert the fitted state to the layout of the current options

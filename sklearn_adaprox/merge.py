@@ -209,8 +209,8 @@ class _AdaGradRule(_Rule):
             # when they start a cache line (a copy, or the state merged in
             # place: the merged parts are new arrays, read from them before)
             entries = target.accumulators_
-            if not (entries.shape == np.shape(sums["u"]) + (4,) and entries.dtype == np.float64
-                    and entries.flags.writeable and not off_cache_lines(entries)):
+            if not (_writable_pairs(entries) and entries.shape == np.shape(sums["u"]) + (4,)
+                    and not off_cache_lines(entries)):
                 entries = None
             target.accumulators_ = mirror_descent_entries(
                 sums["u"], sums["n"], averages["w"], target.t_, out=entries)
@@ -233,8 +233,9 @@ class _AdaGradRule(_Rule):
 
 class _AdaGradMirrorRule(_AdaGradRule):
     """Element-wise mirror descent: as ``_AdaGradRule``, its sums and
-    weights in four-column entries, which ``write`` makes anew (the pairs'
-    merge in place, ``merge_pairs``, reads two columns)."""
+    weights in four-column entries, which ``write`` lays out once every
+    part is merged (the pairs' merge in place, ``merge_pairs``, reads two
+    columns)."""
 
     paired = ()
 
